@@ -1,0 +1,63 @@
+# coexec — the two commands a fresh Debian machine needs:
+#   make demo    install missing Debian packages, build, run the main example
+#   make test    the same set-up, then the whole test suite
+# and, for CI:
+#   make check   make test, then the suite under ASan/UBSan and TSan, and a clang build
+#   make bench   the benchmarks (release build)
+
+SHELL := /bin/bash
+DEBIAN_PACKAGES := cmake ninja-build g++ clang make pkg-config libasio-dev catch2 libfmt-dev
+BENCH_PACKAGES := libtbb-dev valgrind
+JOBS ?= $(shell nproc)
+CTEST_FLAGS ?= -j$(JOBS) --timeout 300
+
+.PHONY: all deps bench-deps demo test check asan tsan clang bench install clean
+
+all: test
+
+# Installs the Debian packages that are missing (as root, or through sudo).
+deps:
+	@./scripts/install-deps.sh $(DEBIAN_PACKAGES)
+
+bench-deps: deps
+	@./scripts/install-deps.sh $(BENCH_PACKAGES)
+
+demo: deps
+	cmake --preset release
+	cmake --build --preset release --target routing
+	./build/release/examples/routing
+
+test: deps
+	cmake --preset dev
+	cmake --build --preset dev
+	ctest --preset dev $(CTEST_FLAGS)
+
+asan: deps
+	cmake --preset asan
+	cmake --build --preset asan
+	ctest --preset asan $(CTEST_FLAGS)
+
+tsan: deps
+	cmake --preset tsan
+	cmake --build --preset tsan
+	ctest --preset tsan $(CTEST_FLAGS)
+
+clang: deps
+	cmake --preset clang
+	cmake --build --preset clang
+	ctest --preset clang $(CTEST_FLAGS)
+
+check: test asan tsan clang
+
+bench: bench-deps
+	cmake --preset release -DCOEXEC_BUILD_BENCH=ON
+	cmake --build --preset release
+	./bench/run.sh build/release
+
+install: deps
+	cmake --preset release
+	cmake --build --preset release
+	cmake --install build/release $(if $(PREFIX),--prefix $(PREFIX),)
+
+clean:
+	rm -rf build

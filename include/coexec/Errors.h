@@ -1,0 +1,59 @@
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "coexec/Export.h"
+#include "coexec/PoolStats.h"
+
+namespace coexec {
+
+/// Base of every error coexec throws on its own account. `what()` is a whole
+/// sentence with the context needed to act on it.
+///
+/// Thread safety: immutable once constructed; safe to share.
+class COEXEC_EXPORT Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A task was refused by a pool: the pool is shut down, or it is saturated and
+/// its rejection policy refused the task. The message carries a snapshot of the
+/// pool (name, state, sizes, active, queued, completed) taken at the moment of
+/// the rejection; `snapshot()` returns it as data.
+class COEXEC_EXPORT RejectedExecution : public Error {
+ public:
+  /// Never blocks. `reason` says why ("the pool is shut down", ...); the
+  /// snapshot is appended to it in `what()`.
+  RejectedExecution(const std::string& reason, const PoolStats& snapshot);
+
+  /// The pool's state when the task was rejected.
+  [[nodiscard]] const PoolStats& snapshot() const noexcept { return snapshot_; }
+
+ private:
+  PoolStats snapshot_;
+};
+
+/// A task was cancelled (through `Future::cancel()`, a cancellation token, or
+/// `shutdownNow()`) before it produced a result.
+class COEXEC_EXPORT OperationCancelled : public Error {
+ public:
+  OperationCancelled();
+  using Error::Error;
+};
+
+/// A timed wait (`Future::get(timeout)`, a `timeout` overload) ran out.
+class COEXEC_EXPORT TimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// The task behind a Future will never run: it was destroyed unrun (a
+/// `PendingTask` dropped by a rejection handler or after `shutdownNow()`).
+class COEXEC_EXPORT BrokenPromise : public Error {
+ public:
+  BrokenPromise();
+  using Error::Error;
+};
+
+}  // namespace coexec

@@ -1,0 +1,92 @@
+#pragma once
+
+#include <chrono>
+#include <stdexcept>
+
+#include "coexec/Errors.h"
+#include "coexec/detail/Ref.h"
+#include "coexec/detail/TaskCore.h"
+#include "coexec/detail/Time.h"
+
+namespace coexec {
+
+/// The result side of a task already handed to a pool (eager, like Java's
+/// Future): wait for it, take its value, or cancel it.
+///
+/// The result is consumed once, by `get()` or by a `get(timeout)` that returns;
+/// a second consumption throws std::logic_error (like std::future). `wait`,
+/// `waitFor`, `isDone`, `isCancelled` and `cancel` may be called any number of
+/// times.
+///
+/// Thread safety: a Future is a move-only handle for one consumer. `cancel()`,
+/// `isDone()` and `isCancelled()` may race with the task completing on a pool
+/// thread; two threads must not consume the same Future.
+template <class R>
+class [[nodiscard]] Future {
+ public:
+  /// An empty Future (`valid() == false`).
+  Future() noexcept = default;
+  Future(Future&&) noexcept = default;
+  Future& operator=(Future&&) noexcept = default;
+  Future(const Future&) = delete;
+  Future& operator=(const Future&) = delete;
+  /// Never blocks; the task goes on running (use `cancel()` to stop it).
+  ~Future() = default;
+
+  /// Blocks until the task settles, then returns its value or rethrows its
+  /// exception: the task's own, OperationCancelled, RejectedExecution (the
+  /// task was discarded or refused after shutdown) or BrokenPromise (the task
+  /// was dropped unrun).
+  /// \throws std::logic_error if the Future is empty or already consumed.
+  R get() {
+    wait();
+    return core().takeResult();
+  }
+
+  /// Blocks until the task settles or `timeout` passes.
+  /// \throws TimeoutError if it did not settle in time (the result is then
+  /// not consumed); otherwise as `get()`.
+  template <class Rep, class Period>
+  R get(std::chrono::duration<Rep, Period> timeout) {
+    if (!waitFor(timeout)) throw TimeoutError("Future::get(timeout): the task did not finish within the timeout");
+    return core().takeResult();
+  }
+
+  /// Blocks until the task settles. \throws std::logic_error if empty.
+  void wait() const { core().wait(); }
+
+  /// Blocks until the task settles or `timeout` passes; true if it settled.
+  /// A zero or negative timeout polls. \throws std::logic_error if empty.
+  template <class Rep, class Period>
+  bool waitFor(std::chrono::duration<Rep, Period> timeout) const {
+    return core().waitUntil(detail::deadlineAfter(timeout));
+  }
+
+  /// Requests cancellation. Never blocks (cancellation callbacks registered on
+  /// the task's token run on this thread). A queued task never runs and the
+  /// Future settles at once with OperationCancelled; a running task has its
+  /// token cancelled and the Future settles with OperationCancelled when the
+  /// callable returns (its value is discarded). Returns false if the task had
+  /// already settled. \throws std::logic_error if empty.
+  bool cancel() { return core().requestCancel(); }
+
+  /// True once the task has settled (value, exception, cancellation). Never blocks.
+  [[nodiscard]] bool isDone() const { return core().isDone(); }
+  /// True once `cancel()` returned true (or shutdownNow() cancelled the task).
+  [[nodiscard]] bool isCancelled() const { return core().isCancelled(); }
+  /// False for a default-constructed or moved-from Future.
+  [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(core_); }
+
+ private:
+  friend class ThreadPoolExecutor;
+  explicit Future(detail::Ref<detail::ResultCore<R>> core) noexcept : core_(std::move(core)) {}
+
+  detail::ResultCore<R>& core() const {
+    if (!core_) throw std::logic_error("coexec::Future: this Future is empty (default-constructed or moved from)");
+    return *core_;
+  }
+
+  detail::Ref<detail::ResultCore<R>> core_;
+};
+
+}  // namespace coexec

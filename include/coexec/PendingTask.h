@@ -1,0 +1,64 @@
+#pragma once
+
+#include "coexec/Export.h"
+#include "coexec/detail/Ref.h"
+#include "coexec/detail/TaskCore.h"
+
+namespace coexec {
+
+class ThreadPoolExecutor;
+namespace detail {
+class PoolImpl;
+class TaskQueue;
+}  // namespace detail
+
+/// A task that has not run: what a rejection policy receives and what
+/// `ThreadPoolExecutor::shutdownNow()` returns.
+///
+/// Whoever holds a PendingTask decides its fate: `run()` it, hand it on, or
+/// drop it. Destroying one that never ran completes its Future with
+/// `BrokenPromise`, so nobody waits forever.
+///
+/// Thread safety: a PendingTask is a move-only handle owned by one thread at a
+/// time; `run()` and the destructor race safely with `Future::cancel()`.
+class COEXEC_EXPORT PendingTask {
+ public:
+  /// An empty handle (`valid() == false`).
+  PendingTask() noexcept = default;
+  PendingTask(PendingTask&&) noexcept = default;
+  PendingTask& operator=(PendingTask&& other) noexcept;
+  PendingTask(const PendingTask&) = delete;
+  PendingTask& operator=(const PendingTask&) = delete;
+  /// Never blocks. If the task never ran, its Future reports BrokenPromise.
+  ~PendingTask();
+
+  /// Runs the task on the calling thread and empties the handle. Blocks for as
+  /// long as the task runs. Does nothing if the task was cancelled meanwhile.
+  /// No pool hook runs and no pool counter changes: the task runs outside any
+  /// pool.
+  /// \throws whatever the task threw, for a task given to `execute()` (there is
+  /// no Future to carry it); a `submit()`ted task's exception goes to its
+  /// Future instead. \throws std::logic_error if the handle is empty.
+  void run();
+
+  /// True until the task is run, moved from or dropped.
+  [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(core_); }
+  /// The priority the task was submitted with (0 by default).
+  [[nodiscard]] int priority() const noexcept;
+  /// True if a Future observes this task (it came from `submit()`), false for
+  /// `execute()`.
+  [[nodiscard]] bool hasFuture() const noexcept;
+  /// True if the task was cancelled through its Future while pending: running
+  /// it does nothing.
+  [[nodiscard]] bool isCancelled() const;
+
+ private:
+  friend class ThreadPoolExecutor;
+  friend class RejectionPolicy;
+  friend class detail::PoolImpl;
+  friend class detail::TaskQueue;
+  explicit PendingTask(detail::Ref<detail::TaskCore> core) noexcept : core_(std::move(core)) {}
+  detail::Ref<detail::TaskCore> core_;
+};
+
+}  // namespace coexec

@@ -1,0 +1,66 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "coexec/Export.h"
+
+namespace coexec {
+
+/// The lifecycle states of a ThreadPoolExecutor, in the order a pool moves
+/// through them (see ThreadPoolExecutor, "Lifecycle").
+enum class PoolState : std::uint8_t {
+  running,     ///< accepts new tasks and runs queued ones
+  shutdown,    ///< no new tasks; queued and running ones finish
+  stop,        ///< shutdownNow(): queue drained, running tasks asked to cancel
+  terminated,  ///< no threads, no work; the `terminated` hook has run
+};
+
+/// "RUNNING", "SHUTDOWN", "STOP" or "TERMINATED". Never blocks, never throws.
+COEXEC_EXPORT std::string_view toString(PoolState state) noexcept;
+
+/// A snapshot of a pool's sizes and counters, taken under the pool's lock so
+/// that the numbers are consistent with one another.
+///
+/// The ledger: once a pool is quiescent (no task running or queued),
+/// `taskCount == completedTaskCount + failedCount + cancelledCount +
+/// discardedCount + drainedCount + queueSize`. A task that reached the
+/// rejection policy is counted in `rejectedCount` and never in `taskCount`,
+/// except that `discardOldest` re-admits the new task after evicting the
+/// oldest one (that task is then in both).
+///
+/// Thread safety: a plain value; copy freely.
+struct PoolStats {
+  std::string name;                   ///< the pool's name (thread-name prefix)
+  PoolState state = PoolState::running;
+  std::size_t corePoolSize = 0;
+  std::size_t maximumPoolSize = 0;
+  std::size_t poolSize = 0;           ///< live worker threads
+  std::size_t activeCount = 0;        ///< threads running a task now
+  std::size_t largestPoolSize = 0;    ///< historical peak of poolSize
+  std::uint64_t taskCount = 0;        ///< tasks admitted (started on a new thread or queued)
+  std::uint64_t completedTaskCount = 0;  ///< admitted tasks that returned normally
+  std::size_t queueSize = 0;          ///< tasks waiting in the work queue
+  std::size_t queueCapacity = 0;      ///< 0 for synchronous(); SIZE_MAX for unbounded()
+  std::uint64_t rejectedCount = 0;    ///< tasks that reached the rejection policy
+  std::uint64_t failedCount = 0;      ///< admitted tasks that threw (or whose beforeExecute threw)
+  std::uint64_t cancelledCount = 0;   ///< admitted tasks cancelled before or while running
+  std::uint64_t discardedCount = 0;   ///< admitted tasks evicted from the queue by discardOldest
+  std::uint64_t drainedCount = 0;     ///< tasks returned unrun by shutdownNow()
+};
+
+}  // namespace coexec
+
+/// Formats a PoolStats on one line:
+/// `pool 'io' RUNNING: size 2 (core 1, max 2, largest 2), active 2, queued 1/1,
+/// tasks 7 (completed 3, failed 1, cancelled 0, discarded 0, drained 0),
+/// rejected 2`.
+template <>
+struct COEXEC_EXPORT fmt::formatter<coexec::PoolStats> : fmt::formatter<std::string_view> {
+  fmt::format_context::iterator format(const coexec::PoolStats& stats,
+                                       fmt::format_context& ctx) const;
+};

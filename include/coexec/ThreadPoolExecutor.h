@@ -1,0 +1,199 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "coexec/Errors.h"
+#include "coexec/Export.h"
+#include "coexec/Future.h"
+#include "coexec/PendingTask.h"
+#include "coexec/PoolStats.h"
+#include "coexec/RejectionPolicy.h"
+#include "coexec/ThreadPoolOptions.h"
+#include "coexec/WorkQueue.h"
+#include "coexec/detail/TaskCore.h"
+
+namespace coexec {
+
+namespace detail {
+class PoolImpl;
+}  // namespace detail
+
+/// A thread pool with the admission semantics of Java's ThreadPoolExecutor.
+///
+/// Admission: a new task from `execute()` / `submit()`
+///  1. starts a new core thread if fewer than corePoolSize threads run
+///     (even if others are idle);
+///  2. else is offered to the work queue;
+///  3. if the queue refuses it (full, or synchronous() with no idle thread)
+///     and fewer than maximumPoolSize threads run, starts an extra thread;
+///  4. else goes to the rejection policy.
+/// After shutdown every new task goes to the rejection policy.
+///
+/// Nothing is lost: every admitted task ends completed, failed, cancelled,
+/// discarded (discardOldest's victims) or returned by shutdownNow(); every
+/// rejected one is counted and its Future, if any, settles. See PoolStats for
+/// the ledger the counters keep.
+///
+/// Lifecycle: RUNNING --shutdown()--> SHUTDOWN --(queue empty, no threads)-->
+/// TERMINATED, or RUNNING/SHUTDOWN --shutdownNow()--> STOP --(no threads)-->
+/// TERMINATED. SHUTDOWN refuses new tasks and runs the queued ones; STOP
+/// refuses new tasks, returns the queued ones unrun and requests cancellation
+/// of the running ones (cooperative: a task sees it through its
+/// CancellationToken). The `terminated` hook runs once on entering TERMINATED.
+/// The destructor is close(): shutdown() then wait for TERMINATED.
+///
+/// Thread safety: every member function may be called from any thread,
+/// concurrently. Calls that wait for the pool (the destructor, close(),
+/// awaitTermination()) throw std::logic_error when called from one of the
+/// pool's own threads, where they could never succeed.
+class COEXEC_EXPORT ThreadPoolExecutor {
+ public:
+  /// Never blocks; starts no thread (threads start with the first tasks or
+  /// prestartCoreThread()).
+  /// \throws std::invalid_argument naming the field and its value if
+  /// maximumPoolSize == 0, corePoolSize > maximumPoolSize or keepAliveTime < 0.
+  explicit ThreadPoolExecutor(ThreadPoolOptions options);
+  /// The Java-style constructor; the name is "coexec". Throws as above.
+  ThreadPoolExecutor(std::size_t corePoolSize, std::size_t maximumPoolSize, std::chrono::nanoseconds keepAliveTime,
+                     WorkQueue workQueue, RejectionPolicy rejectionPolicy = RejectionPolicy::abort());
+  ThreadPoolExecutor(const ThreadPoolExecutor&) = delete;
+  ThreadPoolExecutor& operator=(const ThreadPoolExecutor&) = delete;
+  /// Blocks: close(). Called from one of the pool's own threads it cannot wait
+  /// for itself; it prints the error and aborts the program.
+  ~ThreadPoolExecutor();
+
+  /// Runs `f()` (or `f(token)`) on the pool, fire-and-forget. Never blocks,
+  /// except under block() and callerRuns() (see RejectionPolicy). An exception
+  /// `f` throws on a pool thread goes to the uncaught-exception handler exactly
+  /// once.
+  /// \throws std::invalid_argument if `f` is an empty std::function or null
+  /// pointer. \throws RejectedExecution under abort() (and after shutdown under
+  /// callerRuns()); what a caller-run `f` or a user policy throws.
+  template <class F>
+  void execute(F&& f, int priority = 0) {
+    admit(makeTask<false>(std::forward<F>(f), priority, "execute"));
+  }
+
+  /// Runs `f()` (or `f(token)`: a callable taking a CancellationToken sees
+  /// cancel() and shutdownNow()) on the pool and returns its Future. Never
+  /// blocks, except under block() and callerRuns(). The callable's exception
+  /// goes to the Future. `priority` orders tasks in a priority() queue
+  /// (higher first) and is ignored by the other queues.
+  /// \throws std::invalid_argument if `f` is an empty std::function or null
+  /// pointer. \throws RejectedExecution under abort() only; other policies
+  /// settle the Future instead (see RejectionPolicy); what a user policy throws.
+  template <class F>
+  [[nodiscard]] auto submit(F&& f, int priority = 0) {
+    using R = detail::CallableResult<std::decay_t<F>>;
+    PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
+    Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
+    admit(std::move(task));
+    return future;
+  }
+
+  /// Like execute(), but never calls the rejection policy: returns false
+  /// (and counts nothing) if the task would be rejected. Never blocks.
+  /// \throws std::invalid_argument for an empty callable.
+  template <class F>
+  [[nodiscard]] bool tryExecute(F&& f, int priority = 0) {
+    PendingTask task = makeTask<false>(std::forward<F>(f), priority, "tryExecute");
+    return tryAdmit(task);
+  }
+
+  /// Starts an orderly shutdown: no new tasks; queued and running ones
+  /// finish. Never blocks (use awaitTermination() to wait). If the pool has no
+  /// thread and no queued task it terminates inside this call. Does nothing
+  /// after the first call or after shutdownNow(). See "Lifecycle".
+  void shutdown();
+
+  /// Stops: no new tasks; returns the queued tasks that never started, in
+  /// queue order; requests cancellation of the running ones (through their
+  /// CancellationToken; a task that ignores it runs to the end). Never blocks
+  /// for the tasks. The returned tasks are the caller's: run them, or drop
+  /// them (their Futures then report BrokenPromise). See "Lifecycle".
+  std::vector<PendingTask> shutdownNow();
+
+  /// Blocks until the pool is TERMINATED or `timeout` passes; true if
+  /// terminated. A zero or negative timeout polls.
+  /// \throws std::logic_error if called from one of this pool's threads.
+  bool awaitTermination(std::chrono::nanoseconds timeout);
+
+  /// shutdown(), then blocks until TERMINATED and joins every thread.
+  /// \throws std::logic_error if called from one of this pool's threads.
+  void close();
+
+  [[nodiscard]] bool isShutdown() const;     ///< true from shutdown()/shutdownNow() on
+  [[nodiscard]] bool isTerminating() const;  ///< shut down but not yet terminated
+  [[nodiscard]] bool isTerminated() const;
+
+  /// Starts one idle core thread if fewer than corePoolSize run; true if it
+  /// started one. Never blocks.
+  bool prestartCoreThread();
+  /// Starts idle core threads up to corePoolSize; returns how many it started.
+  std::size_t prestartAllCoreThreads();
+
+  /// Never blocks. Raising it starts threads for tasks already queued;
+  /// lowering it makes surplus threads subject to keepAliveTime, like extra
+  /// threads. \throws std::invalid_argument if above maximumPoolSize.
+  void setCorePoolSize(std::size_t corePoolSize);
+  /// Never blocks. Lowering it makes surplus threads exit as soon as they are
+  /// idle (running tasks are not interrupted).
+  /// \throws std::invalid_argument if 0 or below corePoolSize.
+  void setMaximumPoolSize(std::size_t maximumPoolSize);
+  /// Never blocks. Idle threads re-arm with the new value.
+  /// \throws std::invalid_argument if negative.
+  void setKeepAliveTime(std::chrono::nanoseconds keepAliveTime);
+  /// Never blocks. Turning it on lets idle core threads time out.
+  void allowCoreThreadTimeOut(bool value);
+
+  [[nodiscard]] std::size_t corePoolSize() const;
+  [[nodiscard]] std::size_t maximumPoolSize() const;
+  [[nodiscard]] std::chrono::nanoseconds keepAliveTime() const;
+  [[nodiscard]] bool allowsCoreThreadTimeOut() const;
+  [[nodiscard]] std::string_view name() const noexcept;
+  [[nodiscard]] const WorkQueue& workQueue() const noexcept;
+  [[nodiscard]] const RejectionPolicy& rejectionPolicy() const noexcept;
+
+  /// Removes cancelled tasks from the work queue (they would otherwise hold
+  /// their slot until a thread skips them) and returns how many. O(queue).
+  std::size_t purge();
+
+  /// A consistent snapshot of sizes and counters. Never blocks for long
+  /// (takes the pool's lock). O(1).
+  [[nodiscard]] PoolStats stats() const;
+
+ private:
+  friend class RejectionPolicy;
+
+  template <bool HasFuture, class F>
+  static PendingTask makeTask(F&& f, int priority, const char* operation) {
+    using Fn = std::decay_t<F>;
+    static_assert(std::is_invocable_v<Fn&> || std::is_invocable_v<Fn&, CancellationToken>,
+                  "coexec: the task must be callable as f() or f(CancellationToken)");
+    if (detail::isEmptyCallable(f)) throwEmptyCallable(operation);
+    using R = detail::CallableResult<Fn>;
+    return PendingTask(detail::Ref<detail::TaskCore>(
+        detail::Ref<detail::CallableTask<R, Fn>>::adopt(
+            new detail::CallableTask<R, Fn>(Fn(std::forward<F>(f)), HasFuture, priority))));
+  }
+  [[noreturn]] static void throwEmptyCallable(const char* operation);
+
+  void admit(PendingTask task);
+  /// Admission without the policy: takes `task` and returns true, or leaves it.
+  bool tryAdmit(PendingTask& task);
+  // For RejectionPolicy:
+  RejectedExecution rejection(const PendingTask& task) const;
+  bool evictOldest();
+  bool offerWithin(PendingTask& task, std::chrono::nanoseconds timeout);
+
+  std::unique_ptr<detail::PoolImpl> impl_;
+};
+
+}  // namespace coexec

@@ -1,0 +1,87 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "coexec/RejectionPolicy.h"
+#include "coexec/WorkQueue.h"
+
+namespace coexec {
+
+/// What hooks and the uncaught-exception handler learn about the task at hand.
+/// The views are valid for the duration of the call.
+struct TaskInfo {
+  std::string_view poolName;    ///< ThreadPoolOptions::name
+  std::string_view threadName;  ///< "<name>-<n>", n counting from 1 (not truncated)
+  bool hasFuture = false;       ///< true for submit(), false for execute()
+  int priority = 0;             ///< the priority the task was submitted with
+};
+
+/// Callbacks around every task a pool thread runs (not around caller-run or
+/// user-run tasks). Each may be empty.
+///
+/// - `beforeExecute(info)`: on the pool thread, before the task. If it throws,
+///   the task does not run, its Future reports that exception (an `execute`
+///   task's goes to the uncaught handler), afterExecute is not called and the
+///   task counts as failed. The worker survives.
+/// - `afterExecute(info, error)`: on the pool thread, after the task; `error`
+///   is what the task threw, null on success. If it throws, the exception is
+///   printed and dropped; the worker survives.
+/// - `terminated()`: exactly once, on the thread that completes termination
+///   (the last worker to exit, or the thread calling shutdown() on a pool with
+///   no threads). Inside it, isShutdown() is true and isTerminated() false.
+struct Hooks {
+  std::function<void(const TaskInfo&)> beforeExecute;
+  std::function<void(const TaskInfo&, std::exception_ptr)> afterExecute;
+  std::function<void()> terminated;
+};
+
+/// Creates a pool thread: start a thread that runs `body` and return it. The
+/// name is "<pool name>-<n>". The factory may set affinity, stack size or
+/// priority. If it throws, or returns a thread that is not joinable, the pool
+/// did not get a thread: the task goes on to the next routing step and the
+/// factory's exception reaches the uncaught handler.
+/// \note The factory runs under the pool's lock: it must not call the pool.
+using ThreadFactory = std::function<std::thread(std::string threadName, std::function<void()> body)>;
+
+/// Receives exceptions nobody else can: those of `execute()` tasks, of a
+/// throwing beforeExecute on an `execute()` task, and of a failing thread
+/// factory. Runs on the thread that caught the exception. If it throws, the
+/// exception is printed and dropped.
+using UncaughtExceptionHandler = std::function<void(std::exception_ptr error, const TaskInfo& info)>;
+
+/// The configuration of a ThreadPoolExecutor.
+struct ThreadPoolOptions {
+  /// Thread-name prefix, used in thread names and every diagnostic. Default
+  /// "coexec". Linux shows at most 15 characters of a thread name.
+  std::string name = "coexec";
+  /// Threads kept even when idle (unless allowCoreThreadTimeOut). Default 1;
+  /// 0 is valid (threads are started on demand and all time out).
+  std::size_t corePoolSize = 1;
+  /// Upper bound on threads. Default 1; must be >= 1 and >= corePoolSize.
+  std::size_t maximumPoolSize = 1;
+  /// How long a thread above corePoolSize (or any thread, with
+  /// allowCoreThreadTimeOut) stays idle before it exits. Default 60 s; must
+  /// be >= 0; 0 means surplus threads exit as soon as they find no work.
+  std::chrono::nanoseconds keepAliveTime = std::chrono::seconds(60);
+  /// Applies keepAliveTime to core threads too. Default false.
+  bool allowCoreThreadTimeOut = false;
+  /// Default bounded(1024).
+  WorkQueue workQueue = WorkQueue::bounded(1024);
+  /// Default abort().
+  RejectionPolicy rejectionPolicy = RejectionPolicy::abort();
+  /// Empty (the default) = threads named "<name>-<n>" with default attributes.
+  ThreadFactory threadFactory;
+  /// Default: none.
+  Hooks hooks;
+  /// Empty (the default) = print the error with the pool and thread name to
+  /// stderr.
+  UncaughtExceptionHandler uncaughtExceptionHandler;
+};
+
+}  // namespace coexec

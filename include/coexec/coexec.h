@@ -1,0 +1,13 @@
+#pragma once
+
+/// The umbrella header: everything in coexec except the Asio bridge.
+
+#include "coexec/CancellationToken.h"
+#include "coexec/Errors.h"
+#include "coexec/Future.h"
+#include "coexec/PendingTask.h"
+#include "coexec/PoolStats.h"
+#include "coexec/RejectionPolicy.h"
+#include "coexec/ThreadPoolExecutor.h"
+#include "coexec/ThreadPoolOptions.h"
+#include "coexec/WorkQueue.h"

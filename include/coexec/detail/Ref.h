@@ -1,0 +1,75 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <utility>
+
+namespace coexec::detail {
+
+/// Base of intrusively reference-counted objects. Starts at one reference.
+class RefCounted {
+ public:
+  RefCounted() noexcept = default;
+  RefCounted(const RefCounted&) = delete;
+  RefCounted& operator=(const RefCounted&) = delete;
+
+  void addRef() noexcept {
+    // Relaxed is enough: a new reference is made from an existing one, which
+    // already keeps the object alive.
+    refs_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void release() noexcept {
+    // acq_rel: the last release must see every write made through the other
+    // references before it destroys the object.
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+ protected:
+  virtual ~RefCounted() = default;
+
+ private:
+  std::atomic<std::uint32_t> refs_{1};
+};
+
+/// Owning pointer to a RefCounted object.
+template <class T>
+class Ref {
+ public:
+  Ref() noexcept = default;
+  /// Adopts the reference the caller holds.
+  static Ref adopt(T* p) noexcept {
+    Ref r;
+    r.p_ = p;
+    return r;
+  }
+  Ref(const Ref& o) noexcept : p_(o.p_) {
+    if (p_) p_->addRef();
+  }
+  Ref(Ref&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  template <class U>
+  Ref(Ref<U>&& o) noexcept : p_(o.detach()) {}  // NOLINT(google-explicit-constructor)
+  Ref& operator=(Ref o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  ~Ref() {
+    if (p_) p_->release();
+  }
+
+  T* get() const noexcept { return p_; }
+  T* operator->() const noexcept { return p_; }
+  T& operator*() const noexcept { return *p_; }
+  explicit operator bool() const noexcept { return p_ != nullptr; }
+  T* detach() noexcept { return std::exchange(p_, nullptr); }
+  /// A new reference to the same object, as a `U` (which the object must be).
+  template <class U>
+  Ref<U> copyAs() const noexcept {
+    if (p_) p_->addRef();
+    return Ref<U>::adopt(static_cast<U*>(p_));
+  }
+
+ private:
+  T* p_ = nullptr;
+};
+
+}  // namespace coexec::detail

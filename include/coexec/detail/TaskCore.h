@@ -1,0 +1,211 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "coexec/CancellationToken.h"
+#include "coexec/Export.h"
+#include "coexec/detail/Ref.h"
+
+namespace coexec::detail {
+
+/// How a task that a pool thread ran ended, for the pool's counters.
+enum class Outcome : std::uint8_t { completed, failed, cancelled };
+
+struct RunResult {
+  Outcome outcome = Outcome::completed;
+  std::exception_ptr error;  ///< what the callable threw; null on success
+};
+
+/// True if `error` holds an OperationCancelled (or a type derived from it).
+COEXEC_EXPORT bool isOperationCancelled(const std::exception_ptr& error) noexcept;
+
+/// The state shared by a PendingTask (the runnable side), its Future (the
+/// result side) and the pool. One allocation holds the callable, the result
+/// and the synchronisation.
+///
+/// Stages: queued -> running -> done, or queued -> done (cancelled, abandoned,
+/// rejected). Every transition happens under `mutex_`.
+class COEXEC_EXPORT TaskCore : public RefCounted {
+ public:
+  using Clock = std::chrono::steady_clock;
+  /// Called once, outside any lock, on the thread that completes the task.
+  using Continuation = void (*)(void* arg) noexcept;
+
+  TaskCore(bool hasFuture, bool wantsToken, int priority);
+
+  // ---- runnable side (the pool, PendingTask) --------------------------------
+
+  /// queued -> running. False if the task has already settled (cancelled or
+  /// abandoned): it must then not run.
+  bool tryStart() noexcept;
+  /// Runs the callable; precondition: tryStart() returned true. Publishes the
+  /// result (or the exception) and returns the outcome. Never throws.
+  RunResult run() noexcept;
+  /// running -> done with `error` without running the callable (a throwing
+  /// beforeExecute hook).
+  void failRunning(std::exception_ptr error) noexcept;
+  /// queued -> done with `reason` (BrokenPromise, RejectedExecution). Does
+  /// nothing if the task already started or settled.
+  void abandon(std::exception_ptr reason) noexcept;
+  /// Cancels: a queued task settles at once with OperationCancelled; a running
+  /// one has its token cancelled and settles when its callable returns.
+  /// Returns false if the task was already done. Runs token callbacks on the
+  /// calling thread, outside the lock.
+  bool requestCancel() noexcept;
+
+  /// Cancels the task's token only (shutdownNow() on a running task): the
+  /// Future reports whatever the task then does. Runs token callbacks on the
+  /// calling thread.
+  void requestTokenCancellation() noexcept {
+    if (source_) source_->requestCancellation();
+  }
+
+  [[nodiscard]] bool hasFuture() const noexcept { return hasFuture_; }
+  [[nodiscard]] int priority() const noexcept { return priority_; }
+  /// Why the pool is handing this task to its rejection policy; set by the
+  /// pool before it calls the policy. Points to a string literal.
+  const char* rejectReason = nullptr;
+
+  // ---- result side (Future) -------------------------------------------------
+
+  void wait();
+  /// False if the deadline passed first.
+  bool waitUntil(Clock::time_point deadline);
+  [[nodiscard]] bool isDone() const;
+  [[nodiscard]] bool isCancelled() const;
+  /// Marks the result consumed and returns the stored error (null for a value).
+  /// Precondition: done. \throws std::logic_error on a second consumption.
+  std::exception_ptr consume();
+  /// Registers `fn(arg)` to run when the task is done. Returns false (and
+  /// registers nothing) if it is already done. At most one continuation.
+  bool setContinuation(Continuation fn, void* arg);
+
+ protected:
+  /// Runs the callable and stores its value. Throws what the callable throws.
+  virtual void invoke() = 0;
+  /// Drops a stored value (the task was cancelled while running).
+  virtual void discardValue() noexcept = 0;
+  [[nodiscard]] CancellationToken token() const noexcept;
+
+ private:
+  enum class Stage : std::uint8_t { queued, running, done };
+  void settle(std::unique_lock<std::mutex>& lock, std::exception_ptr error) noexcept;
+
+  mutable std::mutex mutex_;
+  std::condition_variable done_;
+  Stage stage_ = Stage::queued;                  // guarded by mutex_
+  bool cancelled_ = false;                       // guarded by mutex_
+  bool consumed_ = false;                        // guarded by mutex_
+  std::exception_ptr error_;                     // guarded by mutex_
+  Continuation continuation_ = nullptr;          // guarded by mutex_
+  void* continuationArg_ = nullptr;              // guarded by mutex_
+  std::optional<CancellationSource> source_;     // set at construction, then const
+  const bool hasFuture_;
+  const int priority_;
+};
+
+/// Storage for a task's value: an object, a reference, or nothing.
+template <class R>
+struct ValueSlot {
+  template <class F, class... A>
+  void emplaceFrom(F& f, A&&... args) {
+    value.emplace(std::invoke(f, std::forward<A>(args)...));
+  }
+  R take() { return std::move(*value); }
+  void reset() noexcept { value.reset(); }
+  std::optional<R> value;
+};
+
+template <class R>
+struct ValueSlot<R&> {
+  template <class F, class... A>
+  void emplaceFrom(F& f, A&&... args) {
+    value = &std::invoke(f, std::forward<A>(args)...);
+  }
+  R& take() { return *value; }
+  void reset() noexcept { value = nullptr; }
+  R* value = nullptr;
+};
+
+template <>
+struct ValueSlot<void> {
+  template <class F, class... A>
+  void emplaceFrom(F& f, A&&... args) {
+    std::invoke(f, std::forward<A>(args)...);
+  }
+  void take() {}
+  void reset() noexcept {}
+};
+
+/// A TaskCore with a typed result.
+template <class R>
+class ResultCore : public TaskCore {
+ public:
+  using TaskCore::TaskCore;
+  /// Precondition: done. Returns the value or rethrows the task's exception.
+  /// \throws std::logic_error on a second consumption.
+  R takeResult() {
+    if (std::exception_ptr error = consume()) std::rethrow_exception(error);
+    return slot_.take();
+  }
+
+ protected:
+  void discardValue() noexcept override { slot_.reset(); }
+  ValueSlot<R> slot_;
+};
+
+template <class T>
+struct IsStdFunction : std::false_type {};
+template <class S>
+struct IsStdFunction<std::function<S>> : std::true_type {};
+
+/// True for a null function pointer or an empty std::function; other callables
+/// cannot be empty.
+template <class F>
+bool isEmptyCallable(const F& f) noexcept {
+  if constexpr (std::is_pointer_v<F> || std::is_member_pointer_v<F> || IsStdFunction<F>::value) {
+    return !f;
+  } else {
+    return false;
+  }
+}
+
+template <class F>
+inline constexpr bool kTakesToken = std::is_invocable_v<F&, CancellationToken>;
+
+template <class F>
+using CallableResult = typename std::conditional_t<kTakesToken<F>, std::invoke_result<F&, CancellationToken>,
+                                                   std::invoke_result<F&>>::type;
+
+/// A callable and its result in one allocation.
+template <class R, class F>
+class CallableTask final : public ResultCore<R> {
+ public:
+  CallableTask(F&& fn, bool hasFuture, int priority)
+      : ResultCore<R>(hasFuture, kTakesToken<F>, priority), fn_(std::in_place, std::move(fn)) {}
+
+ private:
+  void invoke() override {
+    // The callable (and so its captures) is destroyed as soon as it has run.
+    struct DropCallable {
+      std::optional<F>& fn;
+      ~DropCallable() { fn.reset(); }
+    } drop{fn_};
+    if constexpr (kTakesToken<F>) {
+      this->slot_.emplaceFrom(*fn_, this->token());
+    } else {
+      this->slot_.emplaceFrom(*fn_);
+    }
+  }
+  std::optional<F> fn_;
+};
+
+}  // namespace coexec::detail

@@ -1,0 +1,35 @@
+#include "coexec/PendingTask.h"
+
+#include <stdexcept>
+
+#include "coexec/Errors.h"
+
+namespace coexec {
+
+PendingTask& PendingTask::operator=(PendingTask&& other) noexcept {
+  if (this != &other) {
+    PendingTask old(std::move(*this));  // settles the task this handle held, if unrun
+    core_ = std::move(other.core_);
+  }
+  return *this;
+}
+
+PendingTask::~PendingTask() {
+  if (core_) core_->abandon(std::make_exception_ptr(BrokenPromise()));
+}
+
+void PendingTask::run() {
+  if (!core_) throw std::logic_error("coexec::PendingTask::run: the handle is empty (already run or moved from)");
+  detail::Ref<detail::TaskCore> core = std::move(core_);
+  if (!core->tryStart()) return;  // cancelled meanwhile
+  detail::RunResult result = core->run();
+  if (result.error && !core->hasFuture()) std::rethrow_exception(result.error);
+}
+
+int PendingTask::priority() const noexcept { return core_ ? core_->priority() : 0; }
+
+bool PendingTask::hasFuture() const noexcept { return core_ && core_->hasFuture(); }
+
+bool PendingTask::isCancelled() const { return core_ && core_->isCancelled(); }
+
+}  // namespace coexec

@@ -1,0 +1,113 @@
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <list>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "TaskQueue.h"
+#include "coexec/PendingTask.h"
+#include "coexec/PoolStats.h"
+#include "coexec/ThreadPoolOptions.h"
+#include "coexec/detail/Ref.h"
+#include "coexec/detail/TaskCore.h"
+
+namespace coexec {
+class ThreadPoolExecutor;
+}
+
+namespace coexec::detail {
+
+/// Prints an exception nobody else can take (a throwing hook or handler) to
+/// stderr with its context. Never throws.
+void printDropped(std::string_view what, std::string_view poolName, std::string_view threadName,
+                  const std::exception_ptr& error) noexcept;
+
+/// The state of a ThreadPoolExecutor. One mutex guards everything; workers
+/// wait on `workAvailable_`.
+class PoolImpl {
+ public:
+  PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options);
+
+  struct Worker {
+    std::size_t number = 0;
+    std::string name;
+    std::thread thread;
+    Ref<TaskCore> current;  // the task it runs now; guarded by mutex_
+  };
+
+  /// Failures of the thread factory, collected under the lock and reported to
+  /// the uncaught handler after it is released.
+  using FactoryErrors = std::vector<std::exception_ptr>;
+
+  // Requires: mutex_ held. Admission steps 1-3; true if the task was taken.
+  bool tryAdmitLocked(PendingTask& task, FactoryErrors& errors);
+  // Requires: mutex_ held. Starts a worker (with `first` if valid).
+  bool addWorkerLocked(PendingTask& first, FactoryErrors& errors);
+  // Requires: mutex_ held. Enters TERMINATED if the pool is done; may release
+  // and re-acquire the lock to run the terminated hook.
+  void tryTerminateLocked(std::unique_lock<std::mutex>& lock);
+  // Requires: mutex_ held.
+  PoolStats statsLocked() const;
+  const char* saturationReasonLocked(bool factoryFailed) const;
+
+  void runWorker(Worker* worker, Ref<TaskCore> first);
+  void reportFactoryErrors(const FactoryErrors& errors);
+  void reportUncaught(const std::exception_ptr& error, const TaskInfo& info) noexcept;
+  /// Starts up to `count` threads for queued work (core resize); after unlock,
+  /// reports factory errors.
+  std::size_t startWorkers(std::size_t count, bool onlyForQueuedWork);
+
+  ThreadPoolExecutor& owner_;
+  const std::string name_;
+  const WorkQueue queueSpec_;
+  const RejectionPolicy policy_;
+  const ThreadFactory factory_;
+  const Hooks hooks_;
+  const UncaughtExceptionHandler uncaughtHandler_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable workAvailable_;  // idle workers; notified on new work and config changes
+  std::condition_variable roomAvailable_;  // block() producers; notified when a worker takes a task
+  std::condition_variable terminated_;     // awaitTermination()
+
+  // Everything below is guarded by mutex_.
+  PoolState state_ = PoolState::running;
+  bool terminating_ = false;  // the terminated hook is running
+  std::size_t corePoolSize_;
+  std::size_t maximumPoolSize_;
+  std::chrono::nanoseconds keepAliveTime_;
+  bool allowCoreThreadTimeOut_;
+  TaskQueue queue_;
+  std::list<Worker> workers_;
+  std::vector<std::thread> exited_;  // threads of exited workers, not yet joined
+  std::size_t idle_ = 0;             // workers waiting for work
+  std::size_t active_ = 0;           // workers running a task
+  std::size_t blockedProducers_ = 0;
+  std::size_t largestPoolSize_ = 0;
+  std::size_t threadsCreated_ = 0;
+  std::uint64_t taskCount_ = 0;
+  std::uint64_t completed_ = 0;
+  std::uint64_t failed_ = 0;
+  std::uint64_t cancelled_ = 0;
+  std::uint64_t discarded_ = 0;
+  std::uint64_t drained_ = 0;
+  std::uint64_t rejected_ = 0;
+
+ private:
+  // Requires: mutex_ held. The next task for `worker`, or null if it must exit.
+  Ref<TaskCore> takeTaskLocked(std::unique_lock<std::mutex>& lock);
+  RunResult runTask(Worker& worker, TaskCore& task);
+  // Requires: mutex_ held.
+  void workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& lock);
+};
+
+/// The pool whose worker is running on this thread, or null.
+PoolImpl* currentPool() noexcept;
+
+}  // namespace coexec::detail

@@ -1,0 +1,30 @@
+#include "coexec/PoolStats.h"
+
+#include "coexec/WorkQueue.h"
+
+namespace coexec {
+
+std::string_view toString(PoolState state) noexcept {
+  switch (state) {
+    case PoolState::running: return "RUNNING";
+    case PoolState::shutdown: return "SHUTDOWN";
+    case PoolState::stop: return "STOP";
+    case PoolState::terminated: return "TERMINATED";
+  }
+  return "UNKNOWN";
+}
+
+}  // namespace coexec
+
+fmt::format_context::iterator fmt::formatter<coexec::PoolStats>::format(const coexec::PoolStats& s,
+                                                                      fmt::format_context& ctx) const {
+  std::string capacity = s.queueCapacity == coexec::WorkQueue::kUnboundedCapacity ? std::string("unbounded")
+                                                                                  : fmt::to_string(s.queueCapacity);
+  std::string text = fmt::format(
+      "pool '{}' {}: size {} (core {}, max {}, largest {}), active {}, queued {}/{}, tasks {} (completed {}, "
+      "failed {}, cancelled {}, discarded {}, drained {}), rejected {}",
+      s.name, coexec::toString(s.state), s.poolSize, s.corePoolSize, s.maximumPoolSize, s.largestPoolSize,
+      s.activeCount, s.queueSize, capacity, s.taskCount, s.completedTaskCount, s.failedCount, s.cancelledCount,
+      s.discardedCount, s.drainedCount, s.rejectedCount);
+  return fmt::formatter<std::string_view>::format(text, ctx);
+}

@@ -1,0 +1,94 @@
+#include "coexec/RejectionPolicy.h"
+
+#include <stdexcept>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "coexec/PendingTask.h"
+#include "coexec/ThreadPoolExecutor.h"
+
+namespace coexec {
+
+RejectionPolicy::RejectionPolicy(Kind kind, Handler handler, std::chrono::nanoseconds timeout)
+    : kind_(kind), handler_(std::move(handler)), timeout_(timeout) {
+  if (kind_ == Kind::custom && !handler_) {
+    throw std::invalid_argument("coexec::RejectionPolicy: the handler callable is empty");
+  }
+}
+
+RejectionPolicy RejectionPolicy::abort() { return {Kind::abort, {}}; }
+RejectionPolicy RejectionPolicy::callerRuns() { return {Kind::callerRuns, {}}; }
+RejectionPolicy RejectionPolicy::discard() { return {Kind::discard, {}}; }
+RejectionPolicy RejectionPolicy::discardOldest() { return {Kind::discardOldest, {}}; }
+
+RejectionPolicy RejectionPolicy::block(std::chrono::nanoseconds timeout) {
+  if (timeout < std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument(
+        fmt::format("coexec::RejectionPolicy::block: timeout must be non-negative, got {}", timeout));
+  }
+  return {Kind::block, {}, timeout};
+}
+
+std::string_view RejectionPolicy::name() const noexcept {
+  switch (kind_) {
+    case Kind::abort: return "abort";
+    case Kind::callerRuns: return "callerRuns";
+    case Kind::discard: return "discard";
+    case Kind::discardOldest: return "discardOldest";
+    case Kind::block: return "block";
+    case Kind::custom: return "custom";
+  }
+  return "unknown";
+}
+
+void RejectionPolicy::operator()(PendingTask& task, ThreadPoolExecutor& pool) const {
+  if (!task.valid()) throw std::invalid_argument("coexec::RejectionPolicy: the task handle is empty");
+  // Settles the task with RejectedExecution; a task without a Future has
+  // nobody to tell, so the caller learns it by the exception, unless the
+  // policy silently discards by design.
+  const auto refuse = [&](bool throwIfNoFuture) {
+    RejectedExecution error = pool.rejection(task);
+    PendingTask dropped = std::move(task);
+    dropped.core_->abandon(std::make_exception_ptr(error));
+    if (throwIfNoFuture && !dropped.hasFuture()) throw error;
+  };
+  switch (kind_) {
+    case Kind::abort: {
+      RejectedExecution error = pool.rejection(task);
+      task.core_->abandon(std::make_exception_ptr(error));
+      throw error;
+    }
+    case Kind::callerRuns:
+      if (pool.isShutdown()) {
+        refuse(/*throwIfNoFuture=*/true);
+      } else {
+        task.run();
+      }
+      return;
+    case Kind::discard:
+      refuse(/*throwIfNoFuture=*/false);
+      return;
+    case Kind::discardOldest:
+      // Evict the head and retry, as long as there is a head to evict.
+      while (!pool.isShutdown()) {
+        const bool evicted = pool.evictOldest();
+        if (pool.tryAdmit(task)) return;
+        if (!evicted) break;
+      }
+      refuse(/*throwIfNoFuture=*/false);
+      return;
+    case Kind::block:
+      if (!pool.offerWithin(task, timeout_)) {
+        RejectedExecution error = pool.rejection(task);
+        task.core_->abandon(std::make_exception_ptr(error));
+        throw error;
+      }
+      return;
+    case Kind::custom:
+      handler_(task, pool);
+      return;
+  }
+}
+
+}  // namespace coexec

@@ -1,0 +1,69 @@
+#include "TaskQueue.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace coexec::detail {
+
+bool TaskQueue::offer(PendingTask& task, std::size_t idleTakers) {
+  switch (spec_.kind()) {
+    case WorkQueue::Kind::synchronous:
+      if (idleTakers <= fifo_.size()) return false;
+      break;
+    case WorkQueue::Kind::bounded:
+    case WorkQueue::Kind::priority:
+      if (size() >= spec_.capacity()) return false;
+      break;
+    case WorkQueue::Kind::unbounded:
+      break;
+  }
+  if (isPriority()) {
+    const int priority = task.priority();
+    heap_.push_back(Entry{priority, nextSequence_++, std::move(task)});
+    std::push_heap(heap_.begin(), heap_.end(), runsLater);
+  } else {
+    fifo_.push_back(std::move(task));
+  }
+  return true;
+}
+
+PendingTask TaskQueue::poll() {
+  PendingTask task;
+  if (isPriority()) {
+    if (heap_.empty()) return task;
+    std::pop_heap(heap_.begin(), heap_.end(), runsLater);
+    task = std::move(heap_.back().task);
+    heap_.pop_back();
+  } else {
+    if (fifo_.empty()) return task;
+    task = std::move(fifo_.front());
+    fifo_.pop_front();
+  }
+  return task;
+}
+
+std::vector<PendingTask> TaskQueue::drain() {
+  std::vector<PendingTask> tasks;
+  tasks.reserve(size());
+  while (!empty()) tasks.push_back(poll());
+  return tasks;
+}
+
+std::vector<PendingTask> TaskQueue::removeCancelled() {
+  std::vector<PendingTask> removed;
+  if (isPriority()) {
+    const auto end =
+        std::stable_partition(heap_.begin(), heap_.end(), [](const Entry& e) { return !e.task.isCancelled(); });
+    for (auto it = end; it != heap_.end(); ++it) removed.push_back(std::move(it->task));
+    heap_.erase(end, heap_.end());
+    std::make_heap(heap_.begin(), heap_.end(), runsLater);
+  } else {
+    const auto end =
+        std::stable_partition(fifo_.begin(), fifo_.end(), [](const PendingTask& t) { return !t.isCancelled(); });
+    for (auto it = end; it != fifo_.end(); ++it) removed.push_back(std::move(*it));
+    fifo_.erase(end, fifo_.end());
+  }
+  return removed;
+}
+
+}  // namespace coexec::detail

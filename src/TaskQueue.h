@@ -1,0 +1,53 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "coexec/PendingTask.h"
+#include "coexec/WorkQueue.h"
+
+namespace coexec::detail {
+
+/// The pool's work queue, built from a WorkQueue description. Not
+/// synchronised: every member requires the pool's lock.
+class TaskQueue {
+ public:
+  explicit TaskQueue(const WorkQueue& spec) : spec_(spec) {}
+
+  /// Takes `task` (leaving it empty) if there is room. `idleTakers` is the
+  /// number of idle threads waiting for work: a synchronous queue accepts a
+  /// task only while idle threads outnumber the tasks already handed off.
+  bool offer(PendingTask& task, std::size_t idleTakers);
+  /// The next task in queue order, or an empty handle.
+  PendingTask poll();
+  /// Every queued task, in queue order; the queue is left empty.
+  std::vector<PendingTask> drain();
+  /// Removes the tasks whose Futures were cancelled and returns them (to be
+  /// destroyed outside the pool's lock).
+  std::vector<PendingTask> removeCancelled();
+
+  [[nodiscard]] std::size_t size() const noexcept { return isPriority() ? heap_.size() : fifo_.size(); }
+  [[nodiscard]] bool empty() const noexcept { return size() == 0; }
+  [[nodiscard]] const WorkQueue& spec() const noexcept { return spec_; }
+
+ private:
+  struct Entry {
+    int priority;
+    std::uint64_t sequence;  // FIFO among equal priorities
+    PendingTask task;
+  };
+  /// Heap order: the entry that must run first is the top.
+  static bool runsLater(const Entry& a, const Entry& b) noexcept {
+    return a.priority != b.priority ? a.priority < b.priority : a.sequence > b.sequence;
+  }
+  [[nodiscard]] bool isPriority() const noexcept { return spec_.kind() == WorkQueue::Kind::priority; }
+
+  WorkQueue spec_;
+  std::deque<PendingTask> fifo_;
+  std::vector<Entry> heap_;
+  std::uint64_t nextSequence_ = 0;
+};
+
+}  // namespace coexec::detail

@@ -1,0 +1,644 @@
+#include "coexec/ThreadPoolExecutor.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "PoolImpl.h"
+#include "coexec/detail/Time.h"
+
+namespace coexec {
+namespace detail {
+namespace {
+
+thread_local PoolImpl* tlsPool = nullptr;
+
+std::string describe(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception of a type not derived from std::exception";
+  }
+}
+
+void setThreadName(const std::string& name) noexcept {
+  // Linux limits thread names to 15 characters; the full name stays in TaskInfo.
+  const std::string shortName = name.substr(0, 15);
+  pthread_setname_np(pthread_self(), shortName.c_str());
+}
+
+std::thread defaultThreadFactory(std::string threadName, std::function<void()> body) {
+  return std::thread([threadName = std::move(threadName), body = std::move(body)] {
+    setThreadName(threadName);
+    body();
+  });
+}
+
+ThreadPoolOptions validated(ThreadPoolOptions options) {
+  if (options.name.empty()) throw std::invalid_argument("coexec::ThreadPoolExecutor: name must not be empty");
+  if (options.maximumPoolSize == 0) {
+    throw std::invalid_argument("coexec::ThreadPoolExecutor: maximumPoolSize must be at least 1, got 0");
+  }
+  if (options.corePoolSize > options.maximumPoolSize) {
+    throw std::invalid_argument(fmt::format(
+        "coexec::ThreadPoolExecutor: corePoolSize ({}) must not be greater than maximumPoolSize ({})",
+        options.corePoolSize, options.maximumPoolSize));
+  }
+  if (options.keepAliveTime < std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument(fmt::format(
+        "coexec::ThreadPoolExecutor: keepAliveTime must be non-negative, got {}", options.keepAliveTime));
+  }
+  if (!options.threadFactory) options.threadFactory = defaultThreadFactory;
+  return options;
+}
+
+}  // namespace
+
+PoolImpl* currentPool() noexcept { return tlsPool; }
+
+void printDropped(std::string_view what, std::string_view poolName, std::string_view threadName,
+                  const std::exception_ptr& error) noexcept {
+  try {
+    fmt::print(stderr, "coexec: {} on pool '{}' thread '{}' threw: {}\n", what, poolName, threadName,
+               describe(error));
+  } catch (...) {
+    std::fputs("coexec: an exception was dropped and could not be printed\n", stderr);
+  }
+}
+
+PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
+    : owner_(owner),
+      name_(std::move(options.name)),
+      queueSpec_(options.workQueue),
+      policy_(std::move(options.rejectionPolicy)),
+      factory_(std::move(options.threadFactory)),
+      hooks_(std::move(options.hooks)),
+      uncaughtHandler_(std::move(options.uncaughtExceptionHandler)),
+      corePoolSize_(options.corePoolSize),
+      maximumPoolSize_(options.maximumPoolSize),
+      keepAliveTime_(options.keepAliveTime),
+      allowCoreThreadTimeOut_(options.allowCoreThreadTimeOut),
+      queue_(options.workQueue) {}
+
+bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
+  if (state_ != PoolState::running) return false;
+  // 1. Below core: a new thread, even if others are idle.
+  if (workers_.size() < corePoolSize_ && addWorkerLocked(task, errors)) return true;
+  // 2. The queue.
+  if (queue_.offer(task, idle_)) {
+    ++taskCount_;
+    if (workers_.empty()) {
+      PendingTask none;
+      addWorkerLocked(none, errors);  // core 0: someone must run it
+    } else if (idle_ > 0) {
+      workAvailable_.notify_one();
+    }
+    return true;
+  }
+  // 3. An extra thread, up to max.
+  return workers_.size() < maximumPoolSize_ && addWorkerLocked(task, errors);
+}
+
+bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
+  auto it = workers_.emplace(workers_.end());
+  Worker* worker = &*it;
+  worker->number = ++threadsCreated_;
+  worker->name = fmt::format("{}-{}", name_, worker->number);
+  try {
+    Ref<TaskCore> firstCore = first.core_;
+    std::thread thread = factory_(worker->name, [this, worker, firstCore]() mutable {
+      runWorker(worker, std::move(firstCore));
+    });
+    if (!thread.joinable()) {
+      throw std::runtime_error(
+          fmt::format("the thread factory of pool '{}' returned a thread that is not joinable for '{}'", name_,
+                      worker->name));
+    }
+    worker->thread = std::move(thread);
+  } catch (...) {
+    errors.push_back(std::current_exception());
+    workers_.erase(it);
+    return false;
+  }
+  if (first.valid()) {
+    worker->current = std::move(first.core_);  // the worker owns it now; shutdownNow() can see it
+    ++taskCount_;
+    ++active_;
+  }
+  largestPoolSize_ = std::max(largestPoolSize_, workers_.size());
+  return true;
+}
+
+const char* PoolImpl::saturationReasonLocked(bool factoryFailed) const {
+  if (state_ != PoolState::running) return "the pool is shut down and accepts no new tasks";
+  if (factoryFailed) return "the thread factory failed to create a thread and the work queue has no room";
+  return "the work queue is full and the pool has reached maximumPoolSize";
+}
+
+void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
+  tlsPool = this;
+  std::vector<std::thread> toJoin;
+  {
+    std::lock_guard lock(mutex_);  // also waits until addWorkerLocked stored our std::thread
+    toJoin.swap(exited_);
+  }
+  for (std::thread& t : toJoin) t.join();  // reap threads of workers that exited earlier
+  toJoin.clear();
+
+  std::unique_lock lock(mutex_);
+  // A worker started with a first task counts as active from its creation
+  // (addWorkerLocked), so that activeCount never lags behind taskCount.
+  Ref<TaskCore> task = std::move(first);
+  bool counted = static_cast<bool>(task);
+  while (true) {
+    if (!task) {
+      task = takeTaskLocked(lock);
+      if (!task) break;
+    }
+    if (!counted) ++active_;
+    counted = false;
+    if (!task->tryStart()) {  // cancelled while queued
+      ++cancelled_;
+      --active_;
+      worker->current = Ref<TaskCore>();
+      lock.unlock();
+      task = Ref<TaskCore>();  // user captures are destroyed outside the lock
+      lock.lock();
+      continue;
+    }
+    worker->current = task;
+    lock.unlock();
+
+    const RunResult result = runTask(*worker, *task);
+    task = Ref<TaskCore>();
+
+    lock.lock();
+    --active_;
+    worker->current = Ref<TaskCore>();
+    switch (result.outcome) {
+      case Outcome::completed: ++completed_; break;
+      case Outcome::failed: ++failed_; break;
+      case Outcome::cancelled: ++cancelled_; break;
+    }
+  }
+  workerExitedLocked(worker, lock);
+  tlsPool = nullptr;
+}
+
+Ref<TaskCore> PoolImpl::takeTaskLocked(std::unique_lock<std::mutex>& lock) {
+  using Clock = std::chrono::steady_clock;
+  const auto idleSince = Clock::now();
+  bool waited = false;
+  while (true) {
+    if (state_ == PoolState::stop || (state_ == PoolState::shutdown && queue_.empty())) return {};
+    const std::size_t size = workers_.size();
+    // Above max (after setMaximumPoolSize): exit, unless we are the last thread
+    // and there is queued work.
+    if (size > maximumPoolSize_ && (size > 1 || queue_.empty())) return {};
+    if (PendingTask next = queue_.poll(); next.valid()) {
+      if (blockedProducers_ > 0) roomAvailable_.notify_all();
+      return std::move(next.core_);
+    }
+    const bool timed = allowCoreThreadTimeOut_ || size > corePoolSize_;
+    const auto deadline = idleSince + std::chrono::duration_cast<Clock::duration>(keepAliveTime_);
+    if (timed && waited && Clock::now() >= deadline) return {};
+    ++idle_;
+    if (timed) {
+      workAvailable_.wait_until(lock, deadline);
+    } else {
+      workAvailable_.wait(lock);
+    }
+    --idle_;
+    waited = true;
+  }
+}
+
+RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
+  const TaskInfo info{name_, worker.name, task.hasFuture(), task.priority()};
+  if (hooks_.beforeExecute) {
+    try {
+      hooks_.beforeExecute(info);
+    } catch (...) {
+      const std::exception_ptr error = std::current_exception();
+      task.failRunning(error);
+      if (!task.hasFuture()) reportUncaught(error, info);
+      return {Outcome::failed, error};
+    }
+  }
+  RunResult result = task.run();
+  if (hooks_.afterExecute) {
+    try {
+      hooks_.afterExecute(info, result.error);
+    } catch (...) {
+      printDropped("the afterExecute hook", name_, worker.name, std::current_exception());
+    }
+  }
+  if (result.outcome == Outcome::failed && !task.hasFuture()) reportUncaught(result.error, info);
+  return result;
+}
+
+void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& lock) {
+  exited_.push_back(std::move(worker->thread));
+  workers_.remove_if([worker](const Worker& w) { return &w == worker; });
+  if (blockedProducers_ > 0) roomAvailable_.notify_all();  // room for a new thread
+  if (workers_.empty() && !queue_.empty() && state_ != PoolState::stop) {
+    // Never leave queued work without a thread (the pool was resized or all
+    // threads timed out while a task arrived).
+    FactoryErrors errors;
+    PendingTask none;
+    addWorkerLocked(none, errors);
+    if (!errors.empty()) {
+      lock.unlock();
+      reportFactoryErrors(errors);
+      lock.lock();
+    }
+  }
+  tryTerminateLocked(lock);
+}
+
+void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
+  if (state_ == PoolState::running || state_ == PoolState::terminated || terminating_) return;
+  if (!workers_.empty()) return;
+  if (state_ == PoolState::shutdown && !queue_.empty()) return;
+  terminating_ = true;
+  if (hooks_.terminated) {
+    lock.unlock();
+    try {
+      hooks_.terminated();
+    } catch (...) {
+      printDropped("the terminated hook", name_, tlsPool == this ? "(pool thread)" : "(caller)",
+                   std::current_exception());
+    }
+    lock.lock();
+  }
+  state_ = PoolState::terminated;
+  terminating_ = false;
+  terminated_.notify_all();
+}
+
+PoolStats PoolImpl::statsLocked() const {
+  PoolStats s;
+  s.name = name_;
+  s.state = state_;
+  s.corePoolSize = corePoolSize_;
+  s.maximumPoolSize = maximumPoolSize_;
+  s.poolSize = workers_.size();
+  s.activeCount = active_;
+  s.largestPoolSize = largestPoolSize_;
+  s.taskCount = taskCount_;
+  s.completedTaskCount = completed_;
+  s.queueSize = queue_.size();
+  s.queueCapacity = queueSpec_.capacity();
+  s.rejectedCount = rejected_;
+  s.failedCount = failed_;
+  s.cancelledCount = cancelled_;
+  s.discardedCount = discarded_;
+  s.drainedCount = drained_;
+  return s;
+}
+
+void PoolImpl::reportFactoryErrors(const FactoryErrors& errors) {
+  for (const std::exception_ptr& error : errors) {
+    reportUncaught(error, TaskInfo{name_, "(thread factory)", false, 0});
+  }
+}
+
+void PoolImpl::reportUncaught(const std::exception_ptr& error, const TaskInfo& info) noexcept {
+  if (!uncaughtHandler_) {
+    printDropped("a task", info.poolName, info.threadName, error);
+    return;
+  }
+  try {
+    uncaughtHandler_(error, info);
+  } catch (...) {
+    printDropped("the uncaught-exception handler", info.poolName, info.threadName, std::current_exception());
+  }
+}
+
+std::size_t PoolImpl::startWorkers(std::size_t count, bool onlyForQueuedWork) {
+  FactoryErrors errors;
+  std::size_t started = 0;
+  {
+    std::lock_guard lock(mutex_);
+    while (started < count && state_ == PoolState::running && workers_.size() < corePoolSize_) {
+      if (onlyForQueuedWork && queue_.size() <= started) break;
+      PendingTask none;
+      if (!addWorkerLocked(none, errors)) break;
+      ++started;
+    }
+  }
+  reportFactoryErrors(errors);
+  return started;
+}
+
+}  // namespace detail
+
+// ---- ThreadPoolExecutor ------------------------------------------------------
+
+ThreadPoolExecutor::ThreadPoolExecutor(ThreadPoolOptions options)
+    : impl_(std::make_unique<detail::PoolImpl>(*this, detail::validated(std::move(options)))) {}
+
+ThreadPoolExecutor::ThreadPoolExecutor(std::size_t corePoolSize, std::size_t maximumPoolSize,
+                                       std::chrono::nanoseconds keepAliveTime, WorkQueue workQueue,
+                                       RejectionPolicy rejectionPolicy)
+    : ThreadPoolExecutor([&] {
+        ThreadPoolOptions options;
+        options.corePoolSize = corePoolSize;
+        options.maximumPoolSize = maximumPoolSize;
+        options.keepAliveTime = keepAliveTime;
+        options.workQueue = workQueue;
+        options.rejectionPolicy = std::move(rejectionPolicy);
+        return options;
+      }()) {}
+
+ThreadPoolExecutor::~ThreadPoolExecutor() {
+  try {
+    close();
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "coexec: fatal: ~ThreadPoolExecutor of pool '{}': {}\n", impl_->name_, e.what());
+    std::abort();
+  }
+}
+
+void ThreadPoolExecutor::throwEmptyCallable(const char* operation) {
+  throw std::invalid_argument(
+      fmt::format("coexec::ThreadPoolExecutor::{}: the task is empty (an empty std::function or a null pointer)",
+                  operation));
+}
+
+void ThreadPoolExecutor::admit(PendingTask task) {
+  detail::PoolImpl& p = *impl_;
+  detail::PoolImpl::FactoryErrors errors;
+  {
+    std::lock_guard lock(p.mutex_);
+    if (p.tryAdmitLocked(task, errors)) {
+      task = PendingTask();
+    } else {
+      ++p.rejected_;
+      task.core_->rejectReason = p.saturationReasonLocked(!errors.empty());
+    }
+  }
+  p.reportFactoryErrors(errors);
+  if (task.valid()) p.policy_(task, *this);
+}
+
+bool ThreadPoolExecutor::tryAdmit(PendingTask& task) {
+  detail::PoolImpl& p = *impl_;
+  detail::PoolImpl::FactoryErrors errors;
+  bool admitted = false;
+  {
+    std::lock_guard lock(p.mutex_);
+    admitted = p.tryAdmitLocked(task, errors);
+    if (!admitted) task.core_->rejectReason = p.saturationReasonLocked(!errors.empty());
+  }
+  p.reportFactoryErrors(errors);
+  return admitted;
+}
+
+RejectedExecution ThreadPoolExecutor::rejection(const PendingTask& task) const {
+  const char* reason = task.valid() && task.core_->rejectReason ? task.core_->rejectReason
+                       : isShutdown()                           ? "the pool is shut down and accepts no new tasks"
+                                                                : "the rejection policy refused the task";
+  return RejectedExecution(reason, stats());
+}
+
+bool ThreadPoolExecutor::evictOldest() {
+  detail::PoolImpl& p = *impl_;
+  PendingTask victim;
+  {
+    std::lock_guard lock(p.mutex_);
+    if (p.state_ != PoolState::running) return false;
+    victim = p.queue_.poll();
+    if (!victim.valid()) return false;
+    if (victim.isCancelled()) {
+      ++p.cancelled_;
+    } else {
+      ++p.discarded_;
+    }
+  }
+  victim.core_->abandon(std::make_exception_ptr(
+      RejectedExecution("the task was evicted from the queue by the discardOldest policy", stats())));
+  return true;
+}
+
+bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds timeout) {
+  detail::PoolImpl& p = *impl_;
+  const auto deadline = detail::deadlineAfter(timeout);
+  detail::PoolImpl::FactoryErrors errors;
+  bool admitted = false;
+  {
+    std::unique_lock lock(p.mutex_);
+    ++p.blockedProducers_;
+    while (true) {
+      if (p.tryAdmitLocked(task, errors)) {
+        admitted = true;
+        break;
+      }
+      if (p.state_ != PoolState::running) {
+        task.core_->rejectReason = p.saturationReasonLocked(false);
+        break;
+      }
+      if (p.roomAvailable_.wait_until(lock, deadline) == std::cv_status::timeout) {
+        admitted = p.tryAdmitLocked(task, errors);
+        if (!admitted) task.core_->rejectReason = "the work queue stayed full for the whole block() timeout";
+        break;
+      }
+    }
+    --p.blockedProducers_;
+  }
+  p.reportFactoryErrors(errors);
+  return admitted;
+}
+
+void ThreadPoolExecutor::shutdown() {
+  detail::PoolImpl& p = *impl_;
+  std::unique_lock lock(p.mutex_);
+  if (p.state_ == PoolState::running) p.state_ = PoolState::shutdown;
+  p.workAvailable_.notify_all();
+  p.roomAvailable_.notify_all();
+  p.tryTerminateLocked(lock);
+}
+
+std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
+  detail::PoolImpl& p = *impl_;
+  std::vector<PendingTask> unrun;
+  std::vector<PendingTask> cancelled;
+  std::vector<detail::Ref<detail::TaskCore>> running;
+  {
+    std::unique_lock lock(p.mutex_);
+    if (p.state_ == PoolState::running || p.state_ == PoolState::shutdown) p.state_ = PoolState::stop;
+    for (PendingTask& task : p.queue_.drain()) {
+      if (task.isCancelled()) {
+        ++p.cancelled_;
+        cancelled.push_back(std::move(task));
+      } else {
+        ++p.drained_;
+        unrun.push_back(std::move(task));
+      }
+    }
+    for (auto& worker : p.workers_) {
+      if (worker.current) running.push_back(worker.current);
+    }
+    p.workAvailable_.notify_all();
+    p.roomAvailable_.notify_all();
+    p.tryTerminateLocked(lock);
+  }
+  // Outside the lock: token callbacks and capture destructors are user code.
+  for (auto& task : running) task->requestTokenCancellation();
+  return unrun;
+}
+
+bool ThreadPoolExecutor::awaitTermination(std::chrono::nanoseconds timeout) {
+  detail::PoolImpl& p = *impl_;
+  if (detail::currentPool() == &p) {
+    throw std::logic_error(fmt::format(
+        "coexec::ThreadPoolExecutor::awaitTermination called from thread of pool '{}' itself: the pool cannot "
+        "terminate while this thread runs a task",
+        p.name_));
+  }
+  std::unique_lock lock(p.mutex_);
+  return p.terminated_.wait_until(lock, detail::deadlineAfter(timeout),
+                                  [&] { return p.state_ == PoolState::terminated; });
+}
+
+void ThreadPoolExecutor::close() {
+  detail::PoolImpl& p = *impl_;
+  if (detail::currentPool() == &p) {
+    throw std::logic_error(fmt::format(
+        "coexec::ThreadPoolExecutor::close (or the destructor) called from a thread of pool '{}' itself: a pool "
+        "cannot wait for its own threads",
+        p.name_));
+  }
+  shutdown();
+  std::vector<std::thread> threads;
+  {
+    std::unique_lock lock(p.mutex_);
+    p.terminated_.wait(lock, [&] { return p.state_ == PoolState::terminated; });
+    threads.swap(p.exited_);
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+bool ThreadPoolExecutor::isShutdown() const {
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->state_ != PoolState::running;
+}
+
+bool ThreadPoolExecutor::isTerminating() const {
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->state_ == PoolState::shutdown || impl_->state_ == PoolState::stop;
+}
+
+bool ThreadPoolExecutor::isTerminated() const {
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->state_ == PoolState::terminated;
+}
+
+bool ThreadPoolExecutor::prestartCoreThread() { return impl_->startWorkers(1, false) == 1; }
+
+std::size_t ThreadPoolExecutor::prestartAllCoreThreads() {
+  return impl_->startWorkers(std::numeric_limits<std::size_t>::max(), false);
+}
+
+void ThreadPoolExecutor::setCorePoolSize(std::size_t corePoolSize) {
+  detail::PoolImpl& p = *impl_;
+  std::size_t grow = 0;
+  {
+    std::lock_guard lock(p.mutex_);
+    if (corePoolSize > p.maximumPoolSize_) {
+      throw std::invalid_argument(fmt::format(
+          "coexec::ThreadPoolExecutor::setCorePoolSize: corePoolSize ({}) must not be greater than "
+          "maximumPoolSize ({})",
+          corePoolSize, p.maximumPoolSize_));
+    }
+    grow = corePoolSize > p.corePoolSize_ ? corePoolSize - p.corePoolSize_ : 0;
+    p.corePoolSize_ = corePoolSize;
+    if (p.workers_.size() > corePoolSize) p.workAvailable_.notify_all();  // surplus threads become timed
+  }
+  if (grow > 0) p.startWorkers(grow, true);
+}
+
+void ThreadPoolExecutor::setMaximumPoolSize(std::size_t maximumPoolSize) {
+  detail::PoolImpl& p = *impl_;
+  std::lock_guard lock(p.mutex_);
+  if (maximumPoolSize == 0 || maximumPoolSize < p.corePoolSize_) {
+    throw std::invalid_argument(fmt::format(
+        "coexec::ThreadPoolExecutor::setMaximumPoolSize: maximumPoolSize must be at least 1 and at least "
+        "corePoolSize ({}), got {}",
+        p.corePoolSize_, maximumPoolSize));
+  }
+  p.maximumPoolSize_ = maximumPoolSize;
+  p.workAvailable_.notify_all();
+  if (p.blockedProducers_ > 0) p.roomAvailable_.notify_all();
+}
+
+void ThreadPoolExecutor::setKeepAliveTime(std::chrono::nanoseconds keepAliveTime) {
+  if (keepAliveTime < std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument(fmt::format(
+        "coexec::ThreadPoolExecutor::setKeepAliveTime: keepAliveTime must be non-negative, got {}", keepAliveTime));
+  }
+  detail::PoolImpl& p = *impl_;
+  std::lock_guard lock(p.mutex_);
+  p.keepAliveTime_ = keepAliveTime;
+  p.workAvailable_.notify_all();
+}
+
+void ThreadPoolExecutor::allowCoreThreadTimeOut(bool value) {
+  detail::PoolImpl& p = *impl_;
+  std::lock_guard lock(p.mutex_);
+  p.allowCoreThreadTimeOut_ = value;
+  p.workAvailable_.notify_all();
+}
+
+std::size_t ThreadPoolExecutor::corePoolSize() const {
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->corePoolSize_;
+}
+
+std::size_t ThreadPoolExecutor::maximumPoolSize() const {
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->maximumPoolSize_;
+}
+
+std::chrono::nanoseconds ThreadPoolExecutor::keepAliveTime() const {
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->keepAliveTime_;
+}
+
+bool ThreadPoolExecutor::allowsCoreThreadTimeOut() const {
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->allowCoreThreadTimeOut_;
+}
+
+std::string_view ThreadPoolExecutor::name() const noexcept { return impl_->name_; }
+
+const WorkQueue& ThreadPoolExecutor::workQueue() const noexcept { return impl_->queueSpec_; }
+
+const RejectionPolicy& ThreadPoolExecutor::rejectionPolicy() const noexcept { return impl_->policy_; }
+
+std::size_t ThreadPoolExecutor::purge() {
+  detail::PoolImpl& p = *impl_;
+  std::vector<PendingTask> removed;
+  {
+    std::lock_guard lock(p.mutex_);
+    removed = p.queue_.removeCancelled();
+    p.cancelled_ += removed.size();
+    if (!removed.empty() && p.blockedProducers_ > 0) p.roomAvailable_.notify_all();
+  }
+  return removed.size();  // destroyed here, outside the lock
+}
+
+PoolStats ThreadPoolExecutor::stats() const {
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->statsLocked();
+}
+
+}  // namespace coexec

@@ -1,0 +1,91 @@
+#pragma once
+
+// Helpers shared by the tests: gates that release blocked tasks even when an
+// assertion fails (so a failing test cannot hang the pool's destructor), and
+// bounded polling for states that are reached asynchronously.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace coexec::test {
+
+/// The limit for "eventually" (the JDK's LONG_DELAY_MS).
+inline constexpr std::chrono::milliseconds kLong{10'000};
+
+/// A one-shot gate: tasks wait() on it until the test open()s it. The
+/// destructor opens it, so a failed REQUIRE that unwinds the test releases
+/// every blocked task before the pool's destructor waits for them.
+class Gate {
+ public:
+  Gate() = default;
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
+  ~Gate() { open(); }
+
+  void open() {
+    {
+      std::lock_guard lock(mutex_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  /// Blocks until open() (or kLong passes, so a broken test cannot hang).
+  void wait() {
+    std::unique_lock lock(mutex_);
+    cv_.wait_for(lock, kLong * 3, [&] { return open_; });
+  }
+  bool isOpen() const {
+    std::lock_guard lock(mutex_);
+    return open_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+/// Counts arrivals; waitFor(n) blocks until n have arrived.
+class Counter {
+ public:
+  void arrive() {
+    {
+      std::lock_guard lock(mutex_);
+      ++count_;
+    }
+    cv_.notify_all();
+  }
+  /// True once `n` have arrived; false if kLong passed first.
+  bool waitFor(std::size_t n) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, kLong, [&] { return count_ >= n; });
+  }
+  std::size_t count() const {
+    std::lock_guard lock(mutex_);
+    return count_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::size_t count_ = 0;
+};
+
+/// Polls `condition` every millisecond until it holds or `limit` passes. For
+/// states reached asynchronously (a thread exiting after keep-alive); the
+/// sleep only bounds the wait, it never decides the outcome.
+inline bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = kLong) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+}  // namespace coexec::test

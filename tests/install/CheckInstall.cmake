@@ -1,0 +1,40 @@
+# Installs the built project into a temporary prefix, then builds two
+# consumers against it: a CMake one (find_package(coexec) -> coexec::coexec,
+# building examples/routing.cpp) and a pkg-config one. Runs both.
+# Inputs: BUILD_DIR SOURCE_DIR WORK_DIR CXX GENERATOR CXX_FLAGS LINKER_FLAGS
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "command failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+  set(last_output "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE "${WORK_DIR}")
+set(prefix "${WORK_DIR}/prefix")
+run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
+
+# 1. CMake consumer.
+run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install/consumer" -B "${WORK_DIR}/consumer" -G "${GENERATOR}"
+    "-DCMAKE_CXX_COMPILER=${CXX}" "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}" "-DEXAMPLE_SOURCE=${SOURCE_DIR}/examples/routing.cpp")
+run(${CMAKE_COMMAND} --build "${WORK_DIR}/consumer")
+run("${WORK_DIR}/consumer/routing")
+if(NOT last_output MATCHES "all four routes behaved")
+  message(FATAL_ERROR "the consumer built against the installed package did not run correctly:\n${last_output}")
+endif()
+
+# 2. pkg-config consumer.
+find_program(PKG_CONFIG pkg-config REQUIRED)
+file(GLOB pcdir "${prefix}/lib*/pkgconfig" "${prefix}/lib/*/pkgconfig")
+set(ENV{PKG_CONFIG_PATH} "${pcdir}")
+run(${PKG_CONFIG} --cflags --libs coexec)
+string(STRIP "${last_output}" pkgflags)
+separate_arguments(pkgflags UNIX_COMMAND "${pkgflags}")
+separate_arguments(extra UNIX_COMMAND "${CXX_FLAGS} ${LINKER_FLAGS}")
+file(GLOB libdir LIST_DIRECTORIES true "${prefix}/lib*")
+run(${CXX} ${extra} "${SOURCE_DIR}/tests/install/consumer/pkgconfig_consumer.cpp" ${pkgflags}
+    "-Wl,-rpath,${libdir}" -o "${WORK_DIR}/pkgconfig_consumer")
+run("${WORK_DIR}/pkgconfig_consumer")
+message(STATUS "installed package works: ${last_output}")
