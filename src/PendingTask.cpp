@@ -22,6 +22,10 @@ void PendingTask::run() {
   if (!core_) throw std::logic_error("coexec::PendingTask::run: the handle is empty (already run or moved from)");
   detail::Ref<detail::TaskCore> core = std::move(core_);
   if (!core->tryStart()) return;  // cancelled meanwhile
+  if (core->isCoroutine()) {
+    core->startCoroutine(nullptr);  // returns at the coroutine's first suspension
+    return;
+  }
   detail::RunResult result = core->run();
   if (result.error && !core->hasFuture()) std::rethrow_exception(result.error);
 }

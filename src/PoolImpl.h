@@ -1,6 +1,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <coroutine>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -10,11 +11,13 @@
 #include <thread>
 #include <vector>
 
+#include "RingBuffer.h"
 #include "TaskQueue.h"
 #include "coexec/PendingTask.h"
 #include "coexec/PoolStats.h"
 #include "coexec/ThreadPoolOptions.h"
 #include "coexec/detail/Ref.h"
+#include "coexec/detail/Scheduler.h"
 #include "coexec/detail/TaskCore.h"
 
 namespace coexec {
@@ -30,7 +33,13 @@ void printDropped(std::string_view what, std::string_view poolName, std::string_
 
 /// The state of a ThreadPoolExecutor. One mutex guards everything; workers
 /// wait on `workAvailable_`.
-class PoolImpl {
+///
+/// Besides admitted tasks, workers run continuations: coroutines resuming on
+/// this pool after an await. Continuations bypass admission (never rejected,
+/// even after shutdown) and run before queued tasks. `inFlight_` counts
+/// coroutine tasks that started and have not finished; the pool does not
+/// terminate while any is in flight.
+class PoolImpl final : public Scheduler, public CoroutineObserver {
  public:
   PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options);
 
@@ -57,6 +66,10 @@ class PoolImpl {
   const char* saturationReasonLocked(bool factoryFailed) const;
 
   void runWorker(Worker* worker, Ref<TaskCore> first);
+  // Scheduler: resume a continuation on this pool.
+  void post(std::coroutine_handle<> handle) noexcept override;
+  // CoroutineObserver: a coroutine task of this pool finished.
+  void coroutineFinished(TaskCore& task, const RunResult& result) noexcept override;
   void reportFactoryErrors(const FactoryErrors& errors);
   void reportUncaught(const std::exception_ptr& error, const TaskInfo& info) noexcept;
   /// Starts up to `count` threads for queued work (core resize); after unlock,
@@ -84,6 +97,9 @@ class PoolImpl {
   std::chrono::nanoseconds keepAliveTime_;
   bool allowCoreThreadTimeOut_;
   TaskQueue queue_;
+  RingBuffer<std::coroutine_handle<>> continuations_;
+  std::size_t inFlight_ = 0;
+  std::vector<TaskCore*> inFlightTasks_;  // for shutdownNow(); unordered
   std::list<Worker> workers_;
   std::vector<std::thread> exited_;  // threads of exited workers, not yet joined
   std::size_t idle_ = 0;             // workers waiting for work
@@ -100,9 +116,19 @@ class PoolImpl {
   std::uint64_t rejected_ = 0;
 
  private:
-  // Requires: mutex_ held. The next task for `worker`, or null if it must exit.
-  Ref<TaskCore> takeTaskLocked(std::unique_lock<std::mutex>& lock);
+  struct Work {
+    Ref<TaskCore> task;
+    std::coroutine_handle<> continuation;
+    explicit operator bool() const noexcept { return task || continuation; }
+  };
+  // Requires: mutex_ held. The next work for a worker; empty if it must exit.
+  Work takeWorkLocked(std::unique_lock<std::mutex>& lock);
+  // Requires: mutex_ held on entry and exit. Runs a task (or starts a
+  // coroutine task) with the lock released.
+  void runTaskUnlocked(Worker& worker, Ref<TaskCore> task, std::unique_lock<std::mutex>& lock);
   RunResult runTask(Worker& worker, TaskCore& task);
+  void countLocked(Outcome outcome) noexcept;
+  [[nodiscard]] bool quiescentLocked() const noexcept;
   // Requires: mutex_ held.
   void workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& lock);
 };

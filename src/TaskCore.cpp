@@ -31,12 +31,18 @@ bool TaskCore::tryStart() noexcept {
 }
 
 RunResult TaskCore::run() noexcept {
-  RunResult result;
+  std::exception_ptr error;
   try {
     invoke();
   } catch (...) {
-    result.error = std::current_exception();
+    error = std::current_exception();
   }
+  return finish(std::move(error));
+}
+
+RunResult TaskCore::finish(std::exception_ptr error) noexcept {
+  RunResult result;
+  result.error = std::move(error);
   if (result.error) {
     result.outcome = isOperationCancelled(result.error) ? Outcome::cancelled : Outcome::failed;
   }
@@ -46,7 +52,7 @@ RunResult TaskCore::run() noexcept {
     // Cancelled while running: the value is dropped and the Future reports the
     // cancellation. The pool counts the task by how it actually ended.
     discardValue();
-    if (!result.error || result.outcome != Outcome::cancelled) published = std::make_exception_ptr(OperationCancelled());
+    if (result.outcome != Outcome::cancelled) published = std::make_exception_ptr(OperationCancelled());
   }
   settle(lock, std::move(published));
   return result;

@@ -22,7 +22,7 @@ bool TaskQueue::offer(PendingTask& task, std::size_t idleTakers) {
     heap_.push_back(Entry{priority, nextSequence_++, std::move(task)});
     std::push_heap(heap_.begin(), heap_.end(), runsLater);
   } else {
-    fifo_.push_back(std::move(task));
+    fifo_.push(std::move(task));
   }
   return true;
 }
@@ -36,8 +36,7 @@ PendingTask TaskQueue::poll() {
     heap_.pop_back();
   } else {
     if (fifo_.empty()) return task;
-    task = std::move(fifo_.front());
-    fifo_.pop_front();
+    task = fifo_.pop();
   }
   return task;
 }
@@ -58,10 +57,7 @@ std::vector<PendingTask> TaskQueue::removeCancelled() {
     heap_.erase(end, heap_.end());
     std::make_heap(heap_.begin(), heap_.end(), runsLater);
   } else {
-    const auto end =
-        std::stable_partition(fifo_.begin(), fifo_.end(), [](const PendingTask& t) { return !t.isCancelled(); });
-    for (auto it = end; it != fifo_.end(); ++it) removed.push_back(std::move(*it));
-    fifo_.erase(end, fifo_.end());
+    removed = fifo_.extractIf([](const PendingTask& t) { return t.isCancelled(); });
   }
   return removed;
 }

@@ -2,9 +2,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
+#include "RingBuffer.h"
 #include "coexec/PendingTask.h"
 #include "coexec/WorkQueue.h"
 
@@ -45,7 +45,7 @@ class TaskQueue {
   [[nodiscard]] bool isPriority() const noexcept { return spec_.kind() == WorkQueue::Kind::priority; }
 
   WorkQueue spec_;
-  std::deque<PendingTask> fifo_;
+  RingBuffer<PendingTask> fifo_;
   std::vector<Entry> heap_;
   std::uint64_t nextSequence_ = 0;
 };

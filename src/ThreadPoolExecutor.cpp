@@ -18,6 +18,8 @@ namespace detail {
 namespace {
 
 thread_local PoolImpl* tlsPool = nullptr;
+thread_local const std::string* tlsWorkerName = nullptr;
+thread_local Scheduler* tlsScheduler = nullptr;
 
 std::string describe(const std::exception_ptr& error) {
   try {
@@ -63,6 +65,9 @@ ThreadPoolOptions validated(ThreadPoolOptions options) {
 }  // namespace
 
 PoolImpl* currentPool() noexcept { return tlsPool; }
+Scheduler* currentScheduler() noexcept { return tlsScheduler; }
+Scheduler* exchangeCurrentScheduler(Scheduler* scheduler) noexcept { return std::exchange(tlsScheduler, scheduler); }
+const void* currentPoolIdentity() noexcept { return tlsPool; }
 
 void printDropped(std::string_view what, std::string_view poolName, std::string_view threadName,
                   const std::exception_ptr& error) noexcept {
@@ -90,6 +95,7 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
 
 bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   if (state_ != PoolState::running) return false;
+  task.core_->owner = this;
   // 1. Below core: a new thread, even if others are idle.
   if (workers_.size() < corePoolSize_ && addWorkerLocked(task, errors)) return true;
   // 2. The queue.
@@ -145,6 +151,8 @@ const char* PoolImpl::saturationReasonLocked(bool factoryFailed) const {
 
 void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
   tlsPool = this;
+  tlsWorkerName = &worker->name;
+  exchangeCurrentScheduler(this);
   std::vector<std::thread> toJoin;
   {
     std::lock_guard lock(mutex_);  // also waits until addWorkerLocked stored our std::thread
@@ -156,59 +164,103 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
   std::unique_lock lock(mutex_);
   // A worker started with a first task counts as active from its creation
   // (addWorkerLocked), so that activeCount never lags behind taskCount.
-  Ref<TaskCore> task = std::move(first);
-  bool counted = static_cast<bool>(task);
-  while (true) {
-    if (!task) {
-      task = takeTaskLocked(lock);
-      if (!task) break;
-    }
-    if (!counted) ++active_;
-    counted = false;
-    if (!task->tryStart()) {  // cancelled while queued
-      ++cancelled_;
-      --active_;
-      worker->current = Ref<TaskCore>();
+  if (first) {
+    runTaskUnlocked(*worker, std::move(first), lock);
+  }
+  while (Work work = takeWorkLocked(lock)) {
+    ++active_;
+    if (work.continuation) {
       lock.unlock();
-      task = Ref<TaskCore>();  // user captures are destroyed outside the lock
+      work.continuation.resume();
       lock.lock();
-      continue;
-    }
-    worker->current = task;
-    lock.unlock();
-
-    const RunResult result = runTask(*worker, *task);
-    task = Ref<TaskCore>();
-
-    lock.lock();
-    --active_;
-    worker->current = Ref<TaskCore>();
-    switch (result.outcome) {
-      case Outcome::completed: ++completed_; break;
-      case Outcome::failed: ++failed_; break;
-      case Outcome::cancelled: ++cancelled_; break;
+      --active_;
+    } else {
+      runTaskUnlocked(*worker, std::move(work.task), lock);
     }
   }
   workerExitedLocked(worker, lock);
+  exchangeCurrentScheduler(nullptr);
+  tlsWorkerName = nullptr;
   tlsPool = nullptr;
 }
 
-Ref<TaskCore> PoolImpl::takeTaskLocked(std::unique_lock<std::mutex>& lock) {
+void PoolImpl::runTaskUnlocked(Worker& worker, Ref<TaskCore> task, std::unique_lock<std::mutex>& lock) {
+  // Requires: mutex_ held, active_ already counts this task.
+  worker.current = task;
+  if (!task->tryStart()) {  // cancelled while queued
+    ++cancelled_;
+    --active_;
+    worker.current = Ref<TaskCore>();
+    lock.unlock();
+    task = Ref<TaskCore>();  // user captures are destroyed outside the lock
+    lock.lock();
+    return;
+  }
+  lock.unlock();
+  if (task->isCoroutine()) {
+    const TaskInfo info{name_, worker.name, task->hasFuture(), task->priority()};
+    bool started = true;
+    if (hooks_.beforeExecute) {
+      try {
+        hooks_.beforeExecute(info);
+      } catch (...) {
+        const std::exception_ptr error = std::current_exception();
+        task->failRunning(error);
+        if (!task->hasFuture()) reportUncaught(error, info);
+        started = false;
+      }
+    }
+    if (started) {
+      lock.lock();
+      ++inFlight_;
+      inFlightTasks_.push_back(task.get());
+      lock.unlock();
+      task->startCoroutine(this);  // counted by coroutineFinished(), maybe before this returns
+    }
+    task = Ref<TaskCore>();
+    lock.lock();
+    if (!started) ++failed_;
+  } else {
+    const RunResult result = runTask(worker, *task);
+    task = Ref<TaskCore>();
+    lock.lock();
+    countLocked(result.outcome);
+  }
+  --active_;
+  worker.current = Ref<TaskCore>();
+}
+
+void PoolImpl::countLocked(Outcome outcome) noexcept {
+  switch (outcome) {
+    case Outcome::completed: ++completed_; break;
+    case Outcome::failed: ++failed_; break;
+    case Outcome::cancelled: ++cancelled_; break;
+  }
+}
+
+bool PoolImpl::quiescentLocked() const noexcept { return continuations_.empty() && inFlight_ == 0; }
+
+PoolImpl::Work PoolImpl::takeWorkLocked(std::unique_lock<std::mutex>& lock) {
   using Clock = std::chrono::steady_clock;
   const auto idleSince = Clock::now();
   bool waited = false;
   while (true) {
-    if (state_ == PoolState::stop || (state_ == PoolState::shutdown && queue_.empty())) return {};
+    // Continuations first: they finish work already admitted, even after shutdown.
+    if (!continuations_.empty()) return Work{{}, continuations_.pop()};
+    if (state_ == PoolState::stop && inFlight_ == 0) return {};
+    if (state_ == PoolState::shutdown && queue_.empty() && inFlight_ == 0) return {};
     const std::size_t size = workers_.size();
     // Above max (after setMaximumPoolSize): exit, unless we are the last thread
     // and there is queued work.
     if (size > maximumPoolSize_ && (size > 1 || queue_.empty())) return {};
     if (PendingTask next = queue_.poll(); next.valid()) {
       if (blockedProducers_ > 0) roomAvailable_.notify_all();
-      return std::move(next.core_);
+      return Work{std::move(next.core_), {}};
     }
     const bool timed = allowCoreThreadTimeOut_ || size > corePoolSize_;
     const auto deadline = idleSince + std::chrono::duration_cast<Clock::duration>(keepAliveTime_);
+    // An idle thread may time out even while coroutines are in flight: a
+    // continuation posted to a pool without threads starts one.
     if (timed && waited && Clock::now() >= deadline) return {};
     ++idle_;
     if (timed) {
@@ -218,6 +270,53 @@ Ref<TaskCore> PoolImpl::takeTaskLocked(std::unique_lock<std::mutex>& lock) {
     }
     --idle_;
     waited = true;
+  }
+}
+
+void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
+  FactoryErrors errors;
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ != PoolState::terminated) {
+      continuations_.push(handle);
+      if (idle_ > 0) {
+        workAvailable_.notify_one();
+        return;
+      }
+      if (!workers_.empty()) return;  // a busy worker takes it next
+      PendingTask none;
+      if (addWorkerLocked(none, errors)) return;
+      continuations_.extractIf([handle](std::coroutine_handle<> h) { return h == handle; });
+    }
+  }
+  // The pool has terminated, or no thread could be started for it: resume
+  // here rather than lose the coroutine.
+  reportFactoryErrors(errors);
+  handle.resume();
+}
+
+void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexcept {
+  const TaskInfo info{name_, tlsWorkerName ? std::string_view(*tlsWorkerName) : std::string_view("(outside the pool)"),
+                      task.hasFuture(), task.priority()};
+  if (hooks_.afterExecute) {
+    try {
+      hooks_.afterExecute(info, result.error);
+    } catch (...) {
+      printDropped("the afterExecute hook", name_, info.threadName, std::current_exception());
+    }
+  }
+  if (result.outcome == Outcome::failed && !task.hasFuture()) reportUncaught(result.error, info);
+  std::unique_lock lock(mutex_);
+  --inFlight_;
+  const auto it = std::find(inFlightTasks_.begin(), inFlightTasks_.end(), &task);
+  if (it != inFlightTasks_.end()) {
+    *it = inFlightTasks_.back();
+    inFlightTasks_.pop_back();
+  }
+  countLocked(result.outcome);
+  if (inFlight_ == 0 && state_ != PoolState::running) {
+    workAvailable_.notify_all();
+    tryTerminateLocked(lock);
   }
 }
 
@@ -249,7 +348,7 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
   exited_.push_back(std::move(worker->thread));
   workers_.remove_if([worker](const Worker& w) { return &w == worker; });
   if (blockedProducers_ > 0) roomAvailable_.notify_all();  // room for a new thread
-  if (workers_.empty() && !queue_.empty() && state_ != PoolState::stop) {
+  if (workers_.empty() && ((!queue_.empty() && state_ != PoolState::stop) || !continuations_.empty())) {
     // Never leave queued work without a thread (the pool was resized or all
     // threads timed out while a task arrived).
     FactoryErrors errors;
@@ -266,7 +365,7 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
 
 void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
   if (state_ == PoolState::running || state_ == PoolState::terminated || terminating_) return;
-  if (!workers_.empty()) return;
+  if (!workers_.empty() || !quiescentLocked()) return;
   if (state_ == PoolState::shutdown && !queue_.empty()) return;
   terminating_ = true;
   if (hooks_.terminated) {
@@ -486,6 +585,10 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     }
     for (auto& worker : p.workers_) {
       if (worker.current) running.push_back(worker.current);
+    }
+    for (detail::TaskCore* task : p.inFlightTasks_) {
+      task->addRef();
+      running.push_back(detail::Ref<detail::TaskCore>::adopt(task));
     }
     p.workAvailable_.notify_all();
     p.roomAvailable_.notify_all();

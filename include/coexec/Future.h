@@ -1,19 +1,34 @@
 #pragma once
 
 #include <chrono>
+#include <coroutine>
 #include <stdexcept>
 
 #include "coexec/Errors.h"
 #include "coexec/detail/Ref.h"
+#include "coexec/detail/Scheduler.h"
 #include "coexec/detail/TaskCore.h"
 #include "coexec/detail/Time.h"
 
 namespace coexec {
 
+namespace detail {
+template <class R>
+class FutureAwaiter;
+/// Throws std::logic_error if the calling thread belongs to the pool that owns
+/// `core` and the task has not finished: a blocking wait there can deadlock.
+COEXEC_EXPORT void checkBlockingWaitAllowed(const TaskCore& core, const char* operation);
+}  // namespace detail
+
 /// The result side of a task already handed to a pool (eager, like Java's
 /// Future): wait for it, take its value, or cancel it.
 ///
-/// The result is consumed once, by `get()` or by a `get(timeout)` that returns;
+/// `co_await future` suspends the awaiting coroutine without blocking a thread
+/// and resumes it where it was running (see docs/coroutines.md): inline when
+/// the task completes on a thread of that same executor, else posted to it.
+///
+/// The result is consumed once, by `get()`, by a `get(timeout)` that returns,
+/// or by `co_await`;
 /// a second consumption throws std::logic_error (like std::future). `wait`,
 /// `waitFor`, `isDone`, `isCancelled` and `cancel` may be called any number of
 /// times.
@@ -37,11 +52,22 @@ class [[nodiscard]] Future {
   /// exception: the task's own, OperationCancelled, RejectedExecution (the
   /// task was discarded or refused after shutdown) or BrokenPromise (the task
   /// was dropped unrun).
-  /// \throws std::logic_error if the Future is empty or already consumed.
+  /// \throws std::logic_error if the Future is empty or already consumed, or
+  /// if called from a thread of the pool that runs the task while the task has
+  /// not finished (that can deadlock: `co_await` the Future instead).
   R get() {
     wait();
     return core().takeResult();
   }
+
+  /// Suspends the awaiting coroutine until the task settles (never blocks a
+  /// thread), then returns its value or rethrows, like get(). The coroutine
+  /// resumes on the executor it was running on when it suspended: inline if
+  /// the task completes on a thread of that executor (or if it had none),
+  /// otherwise posted to it, never rejected.
+  /// \throws std::logic_error if the Future is empty or already consumed.
+  detail::FutureAwaiter<R> operator co_await() && { return detail::FutureAwaiter<R>(core_); }
+  detail::FutureAwaiter<R> operator co_await() & { return detail::FutureAwaiter<R>(core_); }
 
   /// Blocks until the task settles or `timeout` passes.
   /// \throws TimeoutError if it did not settle in time (the result is then
@@ -52,8 +78,12 @@ class [[nodiscard]] Future {
     return core().takeResult();
   }
 
-  /// Blocks until the task settles. \throws std::logic_error if empty.
-  void wait() const { core().wait(); }
+  /// Blocks until the task settles. \throws std::logic_error if empty, or if
+  /// called from a thread of the pool that runs the unfinished task.
+  void wait() const {
+    detail::checkBlockingWaitAllowed(core(), "Future::wait/get");
+    core().wait();
+  }
 
   /// Blocks until the task settles or `timeout` passes; true if it settled.
   /// A zero or negative timeout polls. \throws std::logic_error if empty.
@@ -89,4 +119,34 @@ class [[nodiscard]] Future {
   detail::Ref<detail::ResultCore<R>> core_;
 };
 
+namespace detail {
+
+template <class R>
+class FutureAwaiter {
+ public:
+  explicit FutureAwaiter(const Ref<ResultCore<R>>& core) : core_(core) {
+    if (!core_) throw std::logic_error("coexec::Future: awaiting an empty Future (default-constructed or moved from)");
+  }
+  bool await_ready() const { return core_->isDone(); }
+  bool await_suspend(std::coroutine_handle<> awaiting) {
+    scheduler_ = currentScheduler();
+    awaiting_ = awaiting;
+    // After this returns true, another thread may resume the coroutine (and
+    // destroy this awaiter): touch nothing of `this` afterwards.
+    return core_->setContinuation(&FutureAwaiter::resume, this);
+  }
+  R await_resume() { return core_->takeResult(); }
+
+ private:
+  static void resume(void* self) noexcept {
+    auto* awaiter = static_cast<FutureAwaiter*>(self);
+    resumeFor(awaiter->scheduler_, awaiter->awaiting_);
+  }
+
+  Ref<ResultCore<R>> core_;
+  Scheduler* scheduler_ = nullptr;
+  std::coroutine_handle<> awaiting_;
+};
+
+}  // namespace detail
 }  // namespace coexec

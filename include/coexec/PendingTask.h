@@ -10,6 +10,7 @@ class ThreadPoolExecutor;
 namespace detail {
 class PoolImpl;
 class TaskQueue;
+class ResumeOnAwaiter;
 }  // namespace detail
 
 /// A task that has not run: what a rejection policy receives and what
@@ -33,12 +34,14 @@ class COEXEC_EXPORT PendingTask {
   ~PendingTask();
 
   /// Runs the task on the calling thread and empties the handle. Blocks for as
-  /// long as the task runs. Does nothing if the task was cancelled meanwhile.
+  /// long as the task runs; a coroutine task runs here until it first
+  /// suspends, and goes on wherever it resumes. Does nothing if the task was
+  /// cancelled meanwhile.
   /// No pool hook runs and no pool counter changes: the task runs outside any
   /// pool.
   /// \throws whatever the task threw, for a task given to `execute()` (there is
-  /// no Future to carry it); a `submit()`ted task's exception goes to its
-  /// Future instead. \throws std::logic_error if the handle is empty.
+  /// no Future to carry it; a fire-and-forget coroutine's failure is printed to
+  /// stderr instead); a `submit()`ted task's exception goes to its Future. \throws std::logic_error if the handle is empty.
   void run();
 
   /// True until the task is run, moved from or dropped.
@@ -57,6 +60,7 @@ class COEXEC_EXPORT PendingTask {
   friend class RejectionPolicy;
   friend class detail::PoolImpl;
   friend class detail::TaskQueue;
+  friend class detail::ResumeOnAwaiter;
   explicit PendingTask(detail::Ref<detail::TaskCore> core) noexcept : core_(std::move(core)) {}
   detail::Ref<detail::TaskCore> core_;
 };

@@ -16,13 +16,16 @@
 #include "coexec/PoolStats.h"
 #include "coexec/RejectionPolicy.h"
 #include "coexec/ThreadPoolOptions.h"
+#include "coexec/Task.h"
 #include "coexec/WorkQueue.h"
+#include "coexec/detail/CoroutineTask.h"
 #include "coexec/detail/TaskCore.h"
 
 namespace coexec {
 
 namespace detail {
 class PoolImpl;
+class ResumeOnAwaiter;
 }  // namespace detail
 
 /// A thread pool with the admission semantics of Java's ThreadPoolExecutor.
@@ -69,9 +72,12 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// for itself; it prints the error and aborts the program.
   ~ThreadPoolExecutor();
 
-  /// Runs `f()` (or `f(token)`) on the pool, fire-and-forget. Never blocks,
-  /// except under block() and callerRuns() (see RejectionPolicy). An exception
-  /// `f` throws on a pool thread goes to the uncaught-exception handler exactly
+  /// Runs `f()` (or `f(token)`) on the pool, fire-and-forget. `f` may also be
+  /// a Task<void>, or a callable returning one: the coroutine starts on a pool
+  /// thread, and the pool keeps the callable (and its captures) alive until
+  /// the coroutine finishes. Never blocks, except under block() and
+  /// callerRuns() (see RejectionPolicy). An exception that escapes `f` (or
+  /// the coroutine) on the pool goes to the uncaught-exception handler exactly
   /// once.
   /// \throws std::invalid_argument if `f` is an empty std::function or null
   /// pointer. \throws RejectedExecution under abort() (and after shutdown under
@@ -82,7 +88,14 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   }
 
   /// Runs `f()` (or `f(token)`: a callable taking a CancellationToken sees
-  /// cancel() and shutdownNow()) on the pool and returns its Future. Never
+  /// cancel() and shutdownNow()) on the pool and returns its Future. `f` may
+  /// be a callable returning R, a callable returning Task<R> (the coroutine
+  /// runs on the pool, which keeps the callable and its captures alive until
+  /// the coroutine finishes: a lambda coroutine's captures cannot dangle), or
+  /// a Task<R> itself (passed as an rvalue). All go through the same
+  /// admission. `co_await` the Future, or wait on it from a plain thread.
+  /// A coroutine task counts in taskCount once; while suspended it is not
+  /// active, and its resumptions are continuations, not new tasks. Never
   /// blocks, except under block() and callerRuns(). The callable's exception
   /// goes to the Future. `priority` orders tasks in a priority() queue
   /// (higher first) and is ignored by the other queues.
@@ -91,7 +104,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// settle the Future instead (see RejectionPolicy); what a user policy throws.
   template <class F>
   [[nodiscard]] auto submit(F&& f, int priority = 0) {
-    using R = detail::CallableResult<std::decay_t<F>>;
+    using R = detail::SubmitResult<std::decay_t<F>>;
     PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
     Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
     admit(std::move(task));
@@ -171,17 +184,30 @@ class COEXEC_EXPORT ThreadPoolExecutor {
 
  private:
   friend class RejectionPolicy;
+  friend class detail::ResumeOnAwaiter;
 
   template <bool HasFuture, class F>
   static PendingTask makeTask(F&& f, int priority, const char* operation) {
     using Fn = std::decay_t<F>;
-    static_assert(std::is_invocable_v<Fn&> || std::is_invocable_v<Fn&, CancellationToken>,
-                  "coexec: the task must be callable as f() or f(CancellationToken)");
-    if (detail::isEmptyCallable(f)) throwEmptyCallable(operation);
-    using R = detail::CallableResult<Fn>;
-    return PendingTask(detail::Ref<detail::TaskCore>(
-        detail::Ref<detail::CallableTask<R, Fn>>::adopt(
-            new detail::CallableTask<R, Fn>(Fn(std::forward<F>(f)), HasFuture, priority))));
+    if constexpr (detail::IsTask<Fn>::value) {
+      static_assert(!std::is_lvalue_reference_v<F>, "coexec: pass a Task by value: pool.submit(std::move(task))");
+      if (!f.valid()) throwEmptyCallable(operation);
+      return adoptTask(new detail::CoroutineTask<typename Fn::value_type, Fn>(std::move(f), HasFuture, priority));
+    } else {
+      static_assert(std::is_invocable_v<Fn&> || std::is_invocable_v<Fn&, CancellationToken>,
+                    "coexec: the task must be callable as f() or f(CancellationToken), or be a Task<T>");
+      if (detail::isEmptyCallable(f)) throwEmptyCallable(operation);
+      using Result = detail::CallableResult<Fn>;
+      if constexpr (detail::IsTask<Result>::value) {
+        return adoptTask(new detail::CoroutineTask<typename Result::value_type, Fn>(Fn(std::forward<F>(f)), HasFuture,
+                                                                                   priority));
+      } else {
+        return adoptTask(new detail::CallableTask<Result, Fn>(Fn(std::forward<F>(f)), HasFuture, priority));
+      }
+    }
+  }
+  static PendingTask adoptTask(detail::TaskCore* core) noexcept {
+    return PendingTask(detail::Ref<detail::TaskCore>::adopt(core));
   }
   [[noreturn]] static void throwEmptyCallable(const char* operation);
 

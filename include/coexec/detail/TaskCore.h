@@ -12,6 +12,7 @@
 
 #include "coexec/CancellationToken.h"
 #include "coexec/Export.h"
+#include "coexec/detail/FrameAllocator.h"
 #include "coexec/detail/Ref.h"
 
 namespace coexec::detail {
@@ -27,13 +28,25 @@ struct RunResult {
 /// True if `error` holds an OperationCancelled (or a type derived from it).
 COEXEC_EXPORT bool isOperationCancelled(const std::exception_ptr& error) noexcept;
 
+class TaskCore;
+
+/// Told when a coroutine task started on a pool thread finishes (possibly on
+/// another thread, possibly inside the start call).
+class CoroutineObserver {
+ public:
+  virtual void coroutineFinished(TaskCore& task, const RunResult& result) noexcept = 0;
+
+ protected:
+  ~CoroutineObserver() = default;
+};
+
 /// The state shared by a PendingTask (the runnable side), its Future (the
 /// result side) and the pool. One allocation holds the callable, the result
 /// and the synchronisation.
 ///
 /// Stages: queued -> running -> done, or queued -> done (cancelled, abandoned,
 /// rejected). Every transition happens under `mutex_`.
-class COEXEC_EXPORT TaskCore : public RefCounted {
+class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
  public:
   using Clock = std::chrono::steady_clock;
   /// Called once, outside any lock, on the thread that completes the task.
@@ -46,9 +59,18 @@ class COEXEC_EXPORT TaskCore : public RefCounted {
   /// queued -> running. False if the task has already settled (cancelled or
   /// abandoned): it must then not run.
   bool tryStart() noexcept;
-  /// Runs the callable; precondition: tryStart() returned true. Publishes the
-  /// result (or the exception) and returns the outcome. Never throws.
+  /// Runs the callable; precondition: tryStart() returned true and
+  /// isCoroutine() is false. Publishes the result (or the exception) and
+  /// returns the outcome. Never throws.
   RunResult run() noexcept;
+  /// True for a task whose body is a coroutine (it may finish after the call
+  /// that starts it returns).
+  [[nodiscard]] virtual bool isCoroutine() const noexcept { return false; }
+  /// Starts a coroutine task; precondition: tryStart() returned true. The task
+  /// publishes its result when the coroutine finishes and then tells
+  /// `observer` (if any). Returns when the coroutine first suspends or
+  /// finishes. Never throws.
+  virtual void startCoroutine(CoroutineObserver* /*observer*/) noexcept {}
   /// running -> done with `error` without running the callable (a throwing
   /// beforeExecute hook).
   void failRunning(std::exception_ptr error) noexcept;
@@ -73,6 +95,9 @@ class COEXEC_EXPORT TaskCore : public RefCounted {
   /// Why the pool is handing this task to its rejection policy; set by the
   /// pool before it calls the policy. Points to a string literal.
   const char* rejectReason = nullptr;
+  /// The pool that admitted the task (an identity, see currentPoolIdentity());
+  /// written before the task is published to any other thread.
+  const void* owner = nullptr;
 
   // ---- result side (Future) -------------------------------------------------
 
@@ -94,6 +119,9 @@ class COEXEC_EXPORT TaskCore : public RefCounted {
   /// Drops a stored value (the task was cancelled while running).
   virtual void discardValue() noexcept = 0;
   [[nodiscard]] CancellationToken token() const noexcept;
+  /// Publishes the end of a started task: `error` is what its body threw (null
+  /// on success). Returns the outcome for the pool's counters.
+  RunResult finish(std::exception_ptr error) noexcept;
 
  private:
   enum class Stage : std::uint8_t { queued, running, done };

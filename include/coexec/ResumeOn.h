@@ -1,0 +1,49 @@
+#pragma once
+
+#include <coroutine>
+
+#include "coexec/Export.h"
+#include "coexec/detail/Ref.h"
+#include "coexec/detail/TaskCore.h"
+
+namespace coexec {
+
+class ThreadPoolExecutor;
+
+namespace detail {
+class ResumeOnAwaiter;
+}
+
+/// `co_await resumeOn(pool)` continues the awaiting coroutine on a thread of
+/// `pool`.
+///
+/// From a coroutine that is not running on `pool`, the hop is new work: it
+/// goes through the pool's admission (core -> queue -> extra thread ->
+/// rejection policy). Under abort() a saturated or shut-down pool makes the
+/// `co_await` throw RejectedExecution (the coroutine goes on where it was);
+/// under callerRuns() the coroutine goes on in the calling thread; under
+/// discard() the `co_await` throws RejectedExecution; if the hop is returned
+/// by shutdownNow() and dropped, it throws BrokenPromise on the thread that
+/// dropped it. From a coroutine already running on `pool` it is a yield
+/// through the pool's continuation queue: never rejected, never blocks.
+///
+/// Never blocks a thread except under block() (see RejectionPolicy).
+/// \note `pool` must outlive the coroutine's stay on it.
+[[nodiscard]] COEXEC_EXPORT detail::ResumeOnAwaiter resumeOn(ThreadPoolExecutor& pool) noexcept;
+
+namespace detail {
+
+class COEXEC_EXPORT ResumeOnAwaiter {
+ public:
+  explicit ResumeOnAwaiter(ThreadPoolExecutor& pool) noexcept : pool_(&pool) {}
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> awaiting);
+  void await_resume();
+
+ private:
+  ThreadPoolExecutor* pool_;
+  Ref<TaskCore> hop_;  // the admitted hop; null for a yield
+};
+
+}  // namespace detail
+}  // namespace coexec

@@ -1,0 +1,62 @@
+#pragma once
+
+#include <stdexcept>
+#include <utility>
+
+#include "coexec/Export.h"
+#include "coexec/Task.h"
+#include "coexec/detail/Scheduler.h"
+
+namespace coexec {
+
+namespace detail {
+
+/// The event loop syncWait() runs on its thread: coroutines that suspend
+/// inside syncWait resume here.
+class COEXEC_EXPORT RunLoop final : public Scheduler {
+ public:
+  RunLoop();
+  RunLoop(const RunLoop&) = delete;
+  RunLoop& operator=(const RunLoop&) = delete;
+  ~RunLoop();
+  void post(std::coroutine_handle<> handle) noexcept override;
+  /// Makes run() return once the posted work is done. Any thread.
+  void finish() noexcept;
+  /// Resumes posted coroutines on this thread until finish().
+  void run();
+
+ private:
+  struct State;
+  State* state_;
+};
+
+/// \throws std::logic_error if the calling thread is a pool thread.
+COEXEC_EXPORT void checkSyncWaitAllowed();
+
+}  // namespace detail
+
+/// Runs `task` to completion on the calling thread and returns its value, or
+/// rethrows its exception. Blocks until the task finishes. Coroutines that
+/// suspend inside `task` resume on this thread (syncWait runs their
+/// continuations in a loop), unless they hop to a pool explicitly.
+/// \throws std::logic_error if `task` is empty or if the calling thread is a
+/// thread of a coexec pool (blocking a pool thread can deadlock the pool:
+/// `co_await` the task instead).
+template <class T>
+T syncWait(Task<T> task) {
+  detail::checkSyncWaitAllowed();
+  if (!task.valid()) throw std::logic_error("coexec::syncWait: the Task is empty");
+  if (task.handle().promise().started()) throw std::logic_error("coexec::syncWait: the Task was already started");
+  detail::RunLoop loop;
+  auto handle = task.handle();
+  handle.promise().setCompletion([](void* l) noexcept { static_cast<detail::RunLoop*>(l)->finish(); }, &loop);
+  struct RestoreScheduler {
+    detail::Scheduler* previous;
+    ~RestoreScheduler() { detail::exchangeCurrentScheduler(previous); }
+  } restore{detail::exchangeCurrentScheduler(&loop)};
+  handle.resume();
+  loop.run();
+  return handle.promise().result();
+}
+
+}  // namespace coexec

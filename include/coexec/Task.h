@@ -1,0 +1,90 @@
+#pragma once
+
+#include <coroutine>
+#include <stdexcept>
+#include <utility>
+
+#include "coexec/detail/FrameAllocator.h"
+
+namespace coexec {
+
+namespace detail {
+template <class T>
+class TaskPromise;
+template <class T>
+class TaskAwaiter;
+}  // namespace detail
+
+/// A lazy coroutine producing a `T` (a value, a reference, or void).
+///
+/// Nothing runs until the Task is awaited (`co_await task`), submitted to a
+/// pool (`pool.submit(std::move(task))`) or run by `syncWait(task)`. Awaiting
+/// starts it on the awaiting thread by symmetric transfer, and when it
+/// finishes the awaiter continues by symmetric transfer too, so a chain of
+/// tasks that complete synchronously does not grow the stack (with the
+/// sibling-call optimisation: -O1 -foptimize-sibling-calls or -O2; at -O0
+/// GCC emits real calls and a very deep synchronous chain can overflow).
+/// `co_await task` returns the value or rethrows the task's exception.
+///
+/// A Task is awaited at most once; destroying a Task that was never awaited
+/// destroys its coroutine frame without running it.
+///
+/// Where the code runs: a Task runs on the thread that awaits it, and after
+/// each `co_await` of a Future or of `resumeOn()` on the executor recorded
+/// when it suspended (see docs/coroutines.md, "Where code resumes").
+///
+/// Thread safety: a Task is a move-only handle owned by one thread at a time.
+template <class T = void>
+class [[nodiscard]] Task {
+ public:
+  using promise_type = detail::TaskPromise<T>;
+  using value_type = T;
+
+  /// An empty Task (`valid() == false`).
+  Task() noexcept = default;
+  Task(Task&& other) noexcept : handle_(std::exchange(other.handle_, {})) {}
+  Task& operator=(Task&& other) noexcept {
+    if (this != &other) {
+      destroy();
+      handle_ = std::exchange(other.handle_, {});
+    }
+    return *this;
+  }
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+  /// Destroys the coroutine frame (never runs it). Never blocks.
+  ~Task() { destroy(); }
+
+  /// Starts the task on this thread and suspends the awaiter until it
+  /// finishes; returns its value or rethrows its exception.
+  /// \throws std::logic_error if the Task is empty or was already awaited.
+  detail::TaskAwaiter<T> operator co_await() && { return detail::TaskAwaiter<T>(checkedHandle()); }
+  /// Same as the rvalue form: a Task lvalue may be awaited once.
+  detail::TaskAwaiter<T> operator co_await() & { return detail::TaskAwaiter<T>(checkedHandle()); }
+
+  /// False for an empty or moved-from Task.
+  [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(handle_); }
+
+  /// The coroutine handle (for executors and tests). The Task keeps ownership.
+  [[nodiscard]] std::coroutine_handle<promise_type> handle() const noexcept { return handle_; }
+
+ private:
+  friend promise_type;
+  explicit Task(std::coroutine_handle<promise_type> handle) noexcept : handle_(handle) {}
+
+  std::coroutine_handle<promise_type> checkedHandle() const {
+    if (!handle_) throw std::logic_error("coexec::Task: awaiting an empty Task (default-constructed or moved from)");
+    if (handle_.promise().started()) throw std::logic_error("coexec::Task: a Task may be awaited only once");
+    return handle_;
+  }
+  void destroy() noexcept {
+    if (handle_) handle_.destroy();
+    handle_ = {};
+  }
+
+  std::coroutine_handle<promise_type> handle_;
+};
+
+}  // namespace coexec
+
+#include "coexec/detail/TaskPromise.h"

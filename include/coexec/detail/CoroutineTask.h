@@ -1,0 +1,123 @@
+#pragma once
+
+// A pool task whose body is a coroutine: a Task<R>, or a callable returning
+// one. The callable is kept alive until the coroutine has finished, so the
+// coroutine may use the callable's captures (a lambda coroutine's captures
+// live in the lambda object, not in the coroutine frame).
+
+#include <exception>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+#include "coexec/Task.h"
+#include "coexec/detail/TaskCore.h"
+
+namespace coexec::detail {
+
+template <class T>
+struct IsTask : std::false_type {};
+template <class T>
+struct IsTask<Task<T>> : std::true_type {};
+
+/// Prints the failure of a fire-and-forget coroutine that no pool observes (it
+/// was run by a caller or by hand). Never throws.
+COEXEC_EXPORT void reportUnobservedFailure(const std::exception_ptr& error) noexcept;
+
+/// The value type a submission produces: R for a callable returning R or
+/// Task<R>, and for a Task<R> itself.
+template <class Fn>
+auto submitResultType() {
+  if constexpr (IsTask<Fn>::value) {
+    return std::type_identity<typename Fn::value_type>{};
+  } else if constexpr (IsTask<CallableResult<Fn>>::value) {
+    return std::type_identity<typename CallableResult<Fn>::value_type>{};
+  } else {
+    return std::type_identity<CallableResult<Fn>>{};
+  }
+}
+template <class Fn>
+using SubmitResult = typename decltype(submitResultType<Fn>())::type;
+
+template <class R, class Source>
+class CoroutineTask final : public ResultCore<R> {
+  static constexpr bool kIsCallable = !IsTask<Source>::value;
+
+ public:
+  CoroutineTask(Source&& source, bool hasFuture, int priority)
+      : ResultCore<R>(hasFuture, takesToken(), priority) {
+    if constexpr (kIsCallable) {
+      fn_.emplace(std::move(source));
+    } else {
+      task_ = std::move(source);
+    }
+  }
+
+  [[nodiscard]] bool isCoroutine() const noexcept override { return true; }
+
+  void startCoroutine(CoroutineObserver* observer) noexcept override {
+    observer_ = observer;
+    this->addRef();  // held until complete(): the coroutine may outlive every other owner
+    if constexpr (kIsCallable) {
+      try {
+        if constexpr (kTakesToken<Source>) {
+          task_ = std::invoke(*fn_, this->token());
+        } else {
+          task_ = std::invoke(*fn_);
+        }
+      } catch (...) {
+        complete(std::current_exception());
+        return;
+      }
+    }
+    if (!task_.valid()) {
+      complete(std::make_exception_ptr(std::logic_error("coexec: the submitted Task is empty")));
+      return;
+    }
+    task_.handle().promise().setCompletion(&CoroutineTask::onFinished, this);
+    task_.handle().resume();  // `this` may be gone once this returns
+  }
+
+ private:
+  static constexpr bool takesToken() noexcept {
+    if constexpr (kIsCallable) {
+      return kTakesToken<Source>;
+    } else {
+      return false;
+    }
+  }
+
+  // Inside the coroutine's final suspension, on the thread that finished it.
+  static void onFinished(void* self) noexcept {
+    auto* task = static_cast<CoroutineTask*>(self);
+    std::exception_ptr error;
+    try {
+      auto take = [task]() -> decltype(auto) { return task->task_.handle().promise().result(); };
+      task->slot_.emplaceFrom(take);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    task->complete(std::move(error));
+  }
+
+  void complete(std::exception_ptr error) noexcept {
+    const bool fireAndForget = !this->hasFuture();
+    const RunResult result = this->finish(std::move(error));
+    if (observer_) {
+      observer_->coroutineFinished(*this, result);
+    } else if (fireAndForget && result.outcome == Outcome::failed) {
+      reportUnobservedFailure(result.error);
+    }
+    this->release();  // may destroy this, the coroutine frame, then the callable
+  }
+
+  void invoke() override {}  // never called: coroutine tasks start through startCoroutine()
+
+  std::optional<Source> fn_;  // declared before task_: the frame dies first
+  Task<R> task_;
+  CoroutineObserver* observer_ = nullptr;
+};
+
+}  // namespace coexec::detail

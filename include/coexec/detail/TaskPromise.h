@@ -1,0 +1,132 @@
+#pragma once
+
+// Implementation of coexec::Task<T>: the promise and the awaiters.
+
+#include <coroutine>
+#include <exception>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "coexec/detail/FrameAllocator.h"
+
+namespace coexec {
+template <class T>
+class Task;
+}
+
+namespace coexec::detail {
+
+/// Called when a root task (one nobody awaits: submitted to a pool, run by
+/// syncWait) finishes, inside its final suspension. The callee may destroy the
+/// frame.
+using TaskCompletion = void (*)(void* arg) noexcept;
+
+class TaskPromiseBase : public Recycled {
+ public:
+  class FinalAwaiter {
+   public:
+    FinalAwaiter() noexcept = default;  // not an aggregate: see docs/coroutines.md (GCC 12)
+    bool await_ready() const noexcept { return false; }
+    template <class Promise>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> finished) noexcept {
+      TaskPromiseBase& promise = finished.promise();
+      if (promise.continuation_) return promise.continuation_;  // symmetric transfer to the awaiter
+      if (promise.completion_) promise.completion_(promise.completionArg_);  // may destroy the frame
+      return std::noop_coroutine();
+    }
+    void await_resume() const noexcept {}
+  };
+
+  std::suspend_always initial_suspend() noexcept { return {}; }
+  FinalAwaiter final_suspend() noexcept { return {}; }
+  void unhandled_exception() noexcept { error_ = std::current_exception(); }
+
+  void setContinuation(std::coroutine_handle<> continuation) noexcept {
+    continuation_ = continuation;
+    started_ = true;
+  }
+  void setCompletion(TaskCompletion completion, void* arg) noexcept {
+    completion_ = completion;
+    completionArg_ = arg;
+    started_ = true;
+  }
+  [[nodiscard]] bool started() const noexcept { return started_; }
+  [[nodiscard]] const std::exception_ptr& error() const noexcept { return error_; }
+
+ protected:
+  std::exception_ptr error_;
+
+ private:
+  std::coroutine_handle<> continuation_;
+  TaskCompletion completion_ = nullptr;
+  void* completionArg_ = nullptr;
+  bool started_ = false;
+};
+
+template <class T>
+class TaskPromise final : public TaskPromiseBase {
+ public:
+  Task<T> get_return_object() noexcept { return Task<T>(std::coroutine_handle<TaskPromise>::from_promise(*this)); }
+
+  template <class U>
+    requires std::is_convertible_v<U&&, T>
+  void return_value(U&& value) noexcept(std::is_nothrow_constructible_v<T, U&&>) {
+    value_.emplace(std::forward<U>(value));
+  }
+
+  /// The value, or rethrows. Moves the value out.
+  T result() {
+    if (error_) std::rethrow_exception(error_);
+    return std::move(*value_);
+  }
+
+ private:
+  std::optional<T> value_;
+};
+
+template <class T>
+class TaskPromise<T&> final : public TaskPromiseBase {
+ public:
+  Task<T&> get_return_object() noexcept { return Task<T&>(std::coroutine_handle<TaskPromise>::from_promise(*this)); }
+  void return_value(T& value) noexcept { value_ = &value; }
+  T& result() {
+    if (error_) std::rethrow_exception(error_);
+    return *value_;
+  }
+
+ private:
+  T* value_ = nullptr;
+};
+
+template <>
+class TaskPromise<void> final : public TaskPromiseBase {
+ public:
+  Task<void> get_return_object() noexcept;
+  void return_void() noexcept {}
+  void result() {
+    if (error_) std::rethrow_exception(error_);
+  }
+};
+
+/// What `co_await task` evaluates to. Starts the task by symmetric transfer.
+template <class T>
+class TaskAwaiter {
+ public:
+  explicit TaskAwaiter(std::coroutine_handle<TaskPromise<T>> handle) noexcept : handle_(handle) {}
+  bool await_ready() const noexcept { return false; }
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiter) noexcept {
+    handle_.promise().setContinuation(awaiter);
+    return handle_;
+  }
+  decltype(auto) await_resume() { return handle_.promise().result(); }
+
+ private:
+  std::coroutine_handle<TaskPromise<T>> handle_;
+};
+
+inline Task<void> TaskPromise<void>::get_return_object() noexcept {
+  return Task<void>(std::coroutine_handle<TaskPromise>::from_promise(*this));
+}
+
+}  // namespace coexec::detail

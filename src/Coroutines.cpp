@@ -1,0 +1,161 @@
+// The coroutine layer's compiled parts: syncWait's run loop, resumeOn's hop,
+// and the checks that refuse blocking waits on a pool's own threads.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "PoolImpl.h"
+#include "coexec/ResumeOn.h"
+#include "coexec/SyncWait.h"
+#include "coexec/ThreadPoolExecutor.h"
+#include "coexec/detail/CoroutineTask.h"
+
+namespace coexec {
+namespace detail {
+namespace {
+
+/// The work item of a resumeOn() hop from outside the pool. Running it resumes
+/// the coroutine on the running thread. If it settles without running
+/// (rejected, discarded, dropped after shutdownNow), the coroutine is resumed
+/// with that error instead: never left suspended.
+class HopTask final : public TaskCore {
+ public:
+  enum : int { kSuspending = 0, kSuspended = 1, kFailedEarly = 2 };
+
+  explicit HopTask(std::coroutine_handle<> coroutine) : TaskCore(/*hasFuture=*/true, false, 0), coroutine_(coroutine) {
+    setContinuation(&HopTask::onSettled, this);
+  }
+
+  std::atomic<int> phase{kSuspending};
+  std::exception_ptr error;  // written before the coroutine resumes with it
+
+ private:
+  void invoke() override {
+    ran_ = true;
+    coroutine_.resume();
+  }
+  void discardValue() noexcept override {}
+
+  // On the thread that settled the hop.
+  static void onSettled(void* self) noexcept {
+    auto* hop = static_cast<HopTask*>(self);
+    if (hop->ran_) return;  // resumed by invoke()
+    try {
+      hop->error = hop->consume();
+    } catch (...) {
+      hop->error = std::current_exception();
+    }
+    int expected = kSuspending;
+    // acq_rel: the suspending thread must see `error`; we must see that it
+    // finished suspending before we resume.
+    if (hop->phase.compare_exchange_strong(expected, kFailedEarly, std::memory_order_acq_rel)) {
+      return;  // await_suspend is still running: it will not suspend
+    }
+    hop->coroutine_.resume();
+  }
+
+  std::coroutine_handle<> coroutine_;
+  bool ran_ = false;  // written and read on the thread that runs the hop
+};
+
+}  // namespace
+
+void reportUnobservedFailure(const std::exception_ptr& error) noexcept {
+  printDropped("a fire-and-forget coroutine run outside its pool", "-", "-", error);
+}
+
+void checkBlockingWaitAllowed(const TaskCore& core, const char* operation) {
+  const void* pool = currentPoolIdentity();
+  if (pool == nullptr || pool != core.owner || core.isDone()) return;
+  throw std::logic_error(fmt::format(
+      "coexec::{}: called on a thread of pool '{}' for an unfinished task of that same pool; blocking a pool thread "
+      "on its own pool's work can deadlock (co_await the Future instead)",
+      operation, static_cast<const PoolImpl*>(pool)->name_));
+}
+
+void checkSyncWaitAllowed() {
+  if (const PoolImpl* pool = currentPool()) {
+    throw std::logic_error(fmt::format(
+        "coexec::syncWait: called on a thread of pool '{}'; blocking a pool thread until a task finishes can "
+        "deadlock the pool (co_await the task instead)",
+        pool->name_));
+  }
+}
+
+// ---- RunLoop -----------------------------------------------------------------
+
+struct RunLoop::State {
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::deque<std::coroutine_handle<>> ready;  // guarded by mutex
+  bool finished = false;                      // guarded by mutex
+};
+
+RunLoop::RunLoop() : state_(new State) {}
+RunLoop::~RunLoop() { delete state_; }
+
+void RunLoop::post(std::coroutine_handle<> handle) noexcept {
+  std::lock_guard lock(state_->mutex);
+  try {
+    state_->ready.push_back(handle);
+  } catch (...) {
+    std::fputs("coexec: fatal: out of memory queueing a continuation for syncWait\n", stderr);
+    std::terminate();
+  }
+  state_->wake.notify_one();  // under the lock: the loop may be destroyed as soon as it is released
+}
+
+void RunLoop::finish() noexcept {
+  std::lock_guard lock(state_->mutex);
+  state_->finished = true;
+  state_->wake.notify_one();
+}
+
+void RunLoop::run() {
+  std::unique_lock lock(state_->mutex);
+  while (true) {
+    state_->wake.wait(lock, [&] { return state_->finished || !state_->ready.empty(); });
+    if (state_->ready.empty()) return;  // finished and nothing left
+    const std::coroutine_handle<> next = state_->ready.front();
+    state_->ready.pop_front();
+    lock.unlock();
+    next.resume();
+    lock.lock();
+  }
+}
+
+// ---- resumeOn -----------------------------------------------------------------
+
+bool ResumeOnAwaiter::await_suspend(std::coroutine_handle<> awaiting) {
+  PoolImpl& pool = *pool_->impl_;
+  if (currentPool() == &pool) {
+    pool.post(awaiting);  // a yield: continuations are never rejected
+    return true;
+  }
+  auto* hop = new HopTask(awaiting);
+  Ref<TaskCore> local = Ref<TaskCore>::adopt(hop);
+  hop_ = local;
+  // From here on the coroutine may be resumed by another thread (and this
+  // awaiter destroyed): only `local` and `hop` may be touched.
+  pool_->admit(PendingTask(local));  // may throw (abort): the coroutine then resumes with it
+  int expected = HopTask::kSuspending;
+  return hop->phase.compare_exchange_strong(expected, HopTask::kSuspended, std::memory_order_acq_rel);
+}
+
+void ResumeOnAwaiter::await_resume() {
+  if (!hop_) return;
+  auto* hop = static_cast<HopTask*>(hop_.get());
+  if (hop->error) std::rethrow_exception(hop->error);
+}
+
+}  // namespace detail
+
+detail::ResumeOnAwaiter resumeOn(ThreadPoolExecutor& pool) noexcept { return detail::ResumeOnAwaiter(pool); }
+
+}  // namespace coexec

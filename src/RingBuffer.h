@@ -1,0 +1,59 @@
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace coexec::detail {
+
+/// A FIFO on a growable circular array: unlike std::deque it does not
+/// allocate and free blocks as elements pass through, so a queue in steady
+/// state never reaches the allocator. Not synchronised.
+template <class T>
+class RingBuffer {
+ public:
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+
+  void push(T value) {
+    if (size_ == slots_.size()) grow();
+    slots_[(head_ + size_) % slots_.size()] = std::move(value);
+    ++size_;
+  }
+  /// Precondition: !empty().
+  T pop() {
+    T value = std::move(slots_[head_]);
+    slots_[head_] = T();
+    head_ = (head_ + 1) % slots_.size();
+    --size_;
+    return value;
+  }
+  /// Element i from the front (0 = next to pop).
+  T& at(std::size_t i) noexcept { return slots_[(head_ + i) % slots_.size()]; }
+  /// Keeps the elements for which `keep` is true, in order; returns the others.
+  template <class Pred>
+  std::vector<T> extractIf(Pred remove) {
+    std::vector<T> kept;
+    std::vector<T> removed;
+    while (!empty()) {
+      T value = pop();
+      (remove(value) ? removed : kept).push_back(std::move(value));
+    }
+    for (T& value : kept) push(std::move(value));
+    return removed;
+  }
+
+ private:
+  void grow() {
+    std::vector<T> bigger(slots_.empty() ? 16 : slots_.size() * 2);
+    for (std::size_t i = 0; i < size_; ++i) bigger[i] = std::move(at(i));
+    slots_.swap(bigger);
+    head_ = 0;
+  }
+
+  std::vector<T> slots_;
+  std::size_t head_ = 0;
+  std::size_t size_ = 0;
+};
+
+}  // namespace coexec::detail
