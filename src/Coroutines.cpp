@@ -38,7 +38,7 @@ class HopTask final : public TaskCore {
  private:
   void invoke() override {
     ran_ = true;
-    coroutine_.resume();
+    resume(coroutine_);
   }
   void discardValue() noexcept override {}
 
@@ -57,7 +57,7 @@ class HopTask final : public TaskCore {
     if (hop->phase.compare_exchange_strong(expected, kFailedEarly, std::memory_order_acq_rel)) {
       return;  // await_suspend is still running: it will not suspend
     }
-    hop->coroutine_.resume();
+    resume(hop->coroutine_);
   }
 
   std::coroutine_handle<> coroutine_;
@@ -65,6 +65,19 @@ class HopTask final : public TaskCore {
 };
 
 }  // namespace
+
+Trampoline*& currentTrampoline() noexcept {
+  thread_local Trampoline* current = nullptr;
+  return current;
+}
+
+void resume(std::coroutine_handle<> handle) noexcept {
+  Trampoline trampoline{handle};
+  Trampoline*& current = currentTrampoline();
+  Trampoline* const outer = std::exchange(current, &trampoline);
+  while (trampoline.next) std::exchange(trampoline.next, {}).resume();
+  current = outer;
+}
 
 void reportUnobservedFailure(const std::exception_ptr& error) noexcept {
   printDropped("a fire-and-forget coroutine run outside its pool", "-", "-", error);
@@ -125,7 +138,7 @@ void RunLoop::run() {
     const std::coroutine_handle<> next = state_->ready.front();
     state_->ready.pop_front();
     lock.unlock();
-    next.resume();
+    resume(next);
     lock.lock();
   }
 }

@@ -98,15 +98,14 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   task.core_->owner = this;
   // 1. Below core: a new thread, even if others are idle.
   if (workers_.size() < corePoolSize_ && addWorkerLocked(task, errors)) return true;
+  // A pool without threads (core 0, or all timed out) starts one for the task
+  // rather than queue work nobody would run; if the factory fails, the task
+  // goes on to the rejection policy instead of being stranded in the queue.
+  if (workers_.empty()) return addWorkerLocked(task, errors);
   // 2. The queue.
   if (queue_.offer(task, idle_)) {
     ++taskCount_;
-    if (workers_.empty()) {
-      PendingTask none;
-      addWorkerLocked(none, errors);  // core 0: someone must run it
-    } else if (idle_ > 0) {
-      workAvailable_.notify_one();
-    }
+    if (idle_ > 0) workAvailable_.notify_one();
     return true;
   }
   // 3. An extra thread, up to max.
@@ -171,7 +170,7 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
     ++active_;
     if (work.continuation) {
       lock.unlock();
-      work.continuation.resume();
+      resume(work.continuation);
       lock.lock();
       --active_;
     } else {
@@ -292,7 +291,7 @@ void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
   // The pool has terminated, or no thread could be started for it: resume
   // here rather than lose the coroutine.
   reportFactoryErrors(errors);
-  handle.resume();
+  resume(handle);
 }
 
 void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexcept {

@@ -102,7 +102,8 @@ class [[nodiscard]] Future {
 
   /// True once the task has settled (value, exception, cancellation). Never blocks.
   [[nodiscard]] bool isDone() const { return core().isDone(); }
-  /// True once `cancel()` returned true (or shutdownNow() cancelled the task).
+  /// True once `cancel()` returned true. (shutdownNow() only cancels a running
+  /// task's token: the Future then reports whatever the task does.)
   [[nodiscard]] bool isCancelled() const { return core().isCancelled(); }
   /// False for a default-constructed or moved-from Future.
   [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(core_); }

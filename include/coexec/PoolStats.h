@@ -30,8 +30,8 @@ COEXEC_EXPORT std::string_view toString(PoolState state) noexcept;
 /// `taskCount == completedTaskCount + failedCount + cancelledCount +
 /// discardedCount + drainedCount + queueSize`. A task that reached the
 /// rejection policy is counted in `rejectedCount` and never in `taskCount`,
-/// except that `discardOldest` re-admits the new task after evicting the
-/// oldest one (that task is then in both).
+/// except when the policy admits it after all (`discardOldest` after evicting
+/// the oldest task, `block` once room appears): that task is then in both.
 ///
 /// Thread safety: a plain value; copy freely.
 struct PoolStats {
@@ -48,7 +48,9 @@ struct PoolStats {
   std::size_t queueCapacity = 0;      ///< 0 for synchronous(); SIZE_MAX for unbounded()
   std::uint64_t rejectedCount = 0;    ///< tasks that reached the rejection policy
   std::uint64_t failedCount = 0;      ///< admitted tasks that threw (or whose beforeExecute threw)
-  std::uint64_t cancelledCount = 0;   ///< admitted tasks cancelled before or while running
+  std::uint64_t cancelledCount = 0;   ///< admitted tasks cancelled while queued, or that ended by throwing
+                                      ///< OperationCancelled (a task cancelled while running that returns
+                                      ///< normally counts as completed; its Future reports the cancellation)
   std::uint64_t discardedCount = 0;   ///< admitted tasks evicted from the queue by discardOldest
   std::uint64_t drainedCount = 0;     ///< tasks returned unrun by shutdownNow()
 };

@@ -66,7 +66,9 @@ class COEXEC_EXPORT RejectionPolicy {
   /// Applies the policy to `task` for `pool`, on the calling thread. Blocks
   /// only under block() (up to its timeout) or for as long as a caller-run task
   /// or a user handler runs. The pool calls this; tests and user handlers that
-  /// delegate to a standard policy may call it too (it changes no counter).
+  /// delegate to a standard policy may call it too (it does not count a
+  /// rejection; a policy that admits the task after all counts it in
+  /// taskCount, and discardOldest counts its victim).
   /// \throws RejectedExecution under abort() and where the table says so;
   /// whatever a user handler or a caller-run `execute` task throws.
   void operator()(PendingTask& task, ThreadPoolExecutor& pool) const;

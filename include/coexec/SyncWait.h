@@ -54,7 +54,7 @@ T syncWait(Task<T> task) {
     detail::Scheduler* previous;
     ~RestoreScheduler() { detail::exchangeCurrentScheduler(previous); }
   } restore{detail::exchangeCurrentScheduler(&loop)};
-  handle.resume();
+  detail::resume(handle);
   loop.run();
   return handle.promise().result();
 }

@@ -53,15 +53,17 @@ class ResumeOnAwaiter;
 /// The destructor is close(): shutdown() then wait for TERMINATED.
 ///
 /// Thread safety: every member function may be called from any thread,
-/// concurrently. Calls that wait for the pool (the destructor, close(),
-/// awaitTermination()) throw std::logic_error when called from one of the
-/// pool's own threads, where they could never succeed.
+/// concurrently. Calls that wait for the pool (close(), awaitTermination())
+/// throw std::logic_error when called from one of the pool's own threads,
+/// where they could never succeed; the destructor, which cannot throw, prints
+/// the error and aborts.
 class COEXEC_EXPORT ThreadPoolExecutor {
  public:
   /// Never blocks; starts no thread (threads start with the first tasks or
   /// prestartCoreThread()).
   /// \throws std::invalid_argument naming the field and its value if
-  /// maximumPoolSize == 0, corePoolSize > maximumPoolSize or keepAliveTime < 0.
+  /// maximumPoolSize == 0, corePoolSize > maximumPoolSize, keepAliveTime < 0
+  /// or the name is empty.
   explicit ThreadPoolExecutor(ThreadPoolOptions options);
   /// The Java-style constructor; the name is "coexec". Throws as above.
   ThreadPoolExecutor(std::size_t corePoolSize, std::size_t maximumPoolSize, std::chrono::nanoseconds keepAliveTime,
@@ -78,10 +80,11 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// the coroutine finishes. Never blocks, except under block() and
   /// callerRuns() (see RejectionPolicy). An exception that escapes `f` (or
   /// the coroutine) on the pool goes to the uncaught-exception handler exactly
-  /// once.
+  /// once (an OperationCancelled is counted as a cancellation, not reported).
   /// \throws std::invalid_argument if `f` is an empty std::function or null
-  /// pointer. \throws RejectedExecution under abort() (and after shutdown under
-  /// callerRuns()); what a caller-run `f` or a user policy throws.
+  /// pointer. \throws RejectedExecution under abort() and block() (after its
+  /// timeout, or after shutdown), and after shutdown under callerRuns(); what a
+  /// caller-run `f` or a user policy throws.
   template <class F>
   void execute(F&& f, int priority = 0) {
     admit(makeTask<false>(std::forward<F>(f), priority, "execute"));
@@ -99,9 +102,10 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// blocks, except under block() and callerRuns(). The callable's exception
   /// goes to the Future. `priority` orders tasks in a priority() queue
   /// (higher first) and is ignored by the other queues.
-  /// \throws std::invalid_argument if `f` is an empty std::function or null
-  /// pointer. \throws RejectedExecution under abort() only; other policies
-  /// settle the Future instead (see RejectionPolicy); what a user policy throws.
+  /// \throws std::invalid_argument if `f` is an empty std::function, a null
+  /// pointer or an empty Task. \throws RejectedExecution under abort() and
+  /// block() (after its timeout, or after shutdown); the other policies settle
+  /// the Future instead (see RejectionPolicy); what a user policy throws.
   template <class F>
   [[nodiscard]] auto submit(F&& f, int priority = 0) {
     using R = detail::SubmitResult<std::decay_t<F>>;

@@ -33,8 +33,9 @@ struct TaskInfo {
 ///   is what the task threw, null on success. If it throws, the exception is
 ///   printed and dropped; the worker survives.
 /// - `terminated()`: exactly once, on the thread that completes termination
-///   (the last worker to exit, or the thread calling shutdown() on a pool with
-///   no threads). Inside it, isShutdown() is true and isTerminated() false.
+///   (the last worker to exit, the thread calling shutdown() or shutdownNow()
+///   on a pool with no threads, or the thread on which the pool's last
+///   coroutine task finishes). Inside it, isShutdown() is true and isTerminated() false.
 struct Hooks {
   std::function<void(const TaskInfo&)> beforeExecute;
   std::function<void(const TaskInfo&, std::exception_ptr)> afterExecute;

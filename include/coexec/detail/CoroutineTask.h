@@ -77,7 +77,7 @@ class CoroutineTask final : public ResultCore<R> {
       return;
     }
     task_.handle().promise().setCompletion(&CoroutineTask::onFinished, this);
-    task_.handle().resume();  // `this` may be gone once this returns
+    resume(task_.handle());  // `this` may be gone once this returns
   }
 
  private:

@@ -26,11 +26,41 @@ COEXEC_EXPORT Scheduler* exchangeCurrentScheduler(Scheduler* scheduler) noexcept
 /// An identity for "the pool whose thread this is", or null.
 COEXEC_EXPORT const void* currentPoolIdentity() noexcept;
 
+/// A per-thread loop that resumes coroutines one after another, so that a
+/// chain of coroutines handing control to each other (a task starting its
+/// child, a finished child resuming its parent) runs in constant stack space
+/// whatever the compiler does with tail calls (GCC makes symmetric transfer a
+/// tail call only with sibling-call optimisation, and sanitizers disable it).
+struct Trampoline {
+  std::coroutine_handle<> next;
+};
+
+/// The innermost trampoline running on this thread, or null.
+COEXEC_EXPORT Trampoline*& currentTrampoline() noexcept;
+
+/// Resumes `handle` on this thread, and whatever it transfers control to,
+/// until they all suspend or finish. Every resumption in coexec goes through
+/// here. Never throws.
+COEXEC_EXPORT void resume(std::coroutine_handle<> handle) noexcept;
+
+/// For an await_suspend or final awaiter that hands control to `handle`:
+/// queues it on the running trampoline and returns noop (the caller suspends,
+/// the trampoline resumes `handle`), or, outside a trampoline (a coroutine
+/// resumed directly by foreign code), returns `handle` for symmetric transfer.
+inline std::coroutine_handle<> transferTo(std::coroutine_handle<> handle) noexcept {
+  Trampoline* trampoline = currentTrampoline();
+  if (trampoline != nullptr && !trampoline->next) {
+    trampoline->next = handle;
+    return std::noop_coroutine();
+  }
+  return handle;
+}
+
 /// Resumes `handle` for `scheduler`: inline when the calling thread already
 /// belongs to it (or it is null), otherwise posted to it.
 inline void resumeFor(Scheduler* scheduler, std::coroutine_handle<> handle) noexcept {
   if (scheduler == nullptr || scheduler == currentScheduler()) {
-    handle.resume();
+    resume(handle);
   } else {
     scheduler->post(handle);
   }

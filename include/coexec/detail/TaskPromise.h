@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "coexec/detail/FrameAllocator.h"
+#include "coexec/detail/Scheduler.h"
 
 namespace coexec {
 template <class T>
@@ -31,7 +32,7 @@ class TaskPromiseBase : public Recycled {
     template <class Promise>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> finished) noexcept {
       TaskPromiseBase& promise = finished.promise();
-      if (promise.continuation_) return promise.continuation_;  // symmetric transfer to the awaiter
+      if (promise.continuation_) return transferTo(promise.continuation_);  // back to the awaiter
       if (promise.completion_) promise.completion_(promise.completionArg_);  // may destroy the frame
       return std::noop_coroutine();
     }
@@ -117,7 +118,7 @@ class TaskAwaiter {
   bool await_ready() const noexcept { return false; }
   std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiter) noexcept {
     handle_.promise().setContinuation(awaiter);
-    return handle_;
+    return transferTo(handle_);
   }
   decltype(auto) await_resume() { return handle_.promise().result(); }
 
