@@ -31,8 +31,11 @@ namespace coexec::detail {
 void printDropped(std::string_view what, std::string_view poolName, std::string_view threadName,
                   const std::exception_ptr& error) noexcept;
 
-/// The state of a ThreadPoolExecutor. One mutex guards everything; workers
-/// wait on `workAvailable_`.
+/// The state of a ThreadPoolExecutor. One mutex guards everything. Idle
+/// workers wait on their own condition variable, on a LIFO stack
+/// (`idleWorkers_`): work wakes the most recently idle one (warm caches; the
+/// others age towards their keep-alive), and a synchronous() queue hands a
+/// task straight to one of them.
 ///
 /// Besides admitted tasks, workers run continuations: coroutines resuming on
 /// this pool after an await. Continuations bypass admission (never rejected,
@@ -48,6 +51,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     std::string name;
     std::thread thread;
     Ref<TaskCore> current;  // the task it runs now; guarded by mutex_
+    Ref<TaskCore> handoff;  // a task handed to it while idle; guarded by mutex_
+    bool signalled = false;  // woken by the pool; guarded by mutex_
+    std::condition_variable wake;
   };
 
   /// Failures of the thread factory, collected under the lock and reported to
@@ -63,6 +69,12 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   void tryTerminateLocked(std::unique_lock<std::mutex>& lock);
   // Requires: mutex_ held.
   PoolStats statsLocked() const;
+  // Requires: mutex_ held. Wakes the most recently idle worker; false if none.
+  bool wakeOneLocked();
+  // Requires: mutex_ held. Wakes every idle worker (shutdown, configuration).
+  void wakeAllLocked();
+  // Requires: mutex_ held. synchronous(): gives `task` to an idle worker.
+  bool handOffLocked(PendingTask& task);
   const char* saturationReasonLocked(bool factoryFailed) const;
 
   void runWorker(Worker* worker, Ref<TaskCore> first);
@@ -85,7 +97,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   const UncaughtExceptionHandler uncaughtHandler_;
 
   mutable std::mutex mutex_;
-  std::condition_variable workAvailable_;  // idle workers; notified on new work and config changes
   std::condition_variable roomAvailable_;  // block() producers; notified when a worker takes a task
   std::condition_variable terminated_;     // awaitTermination()
 
@@ -102,7 +113,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   std::vector<TaskCore*> inFlightTasks_;  // for shutdownNow(); unordered
   std::list<Worker> workers_;
   std::vector<std::thread> exited_;  // threads of exited workers, not yet joined
-  std::size_t idle_ = 0;             // workers waiting for work
+  std::vector<Worker*> idleWorkers_;  // waiting for work, most recent last
   std::size_t active_ = 0;           // workers running a task
   std::size_t blockedProducers_ = 0;
   std::size_t largestPoolSize_ = 0;
@@ -119,10 +130,11 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   struct Work {
     Ref<TaskCore> task;
     std::coroutine_handle<> continuation;
+    bool counted = false;  // a hand-off: already counted in active_
     explicit operator bool() const noexcept { return task || continuation; }
   };
   // Requires: mutex_ held. The next work for a worker; empty if it must exit.
-  Work takeWorkLocked(std::unique_lock<std::mutex>& lock);
+  Work takeWorkLocked(Worker& worker, std::unique_lock<std::mutex>& lock);
   // Requires: mutex_ held on entry and exit. Runs a task (or starts a
   // coroutine task) with the lock released.
   void runTaskUnlocked(Worker& worker, Ref<TaskCore> task, std::unique_lock<std::mutex>& lock);

@@ -5,11 +5,10 @@
 
 namespace coexec::detail {
 
-bool TaskQueue::offer(PendingTask& task, std::size_t idleTakers) {
+bool TaskQueue::offer(PendingTask& task) {
   switch (spec_.kind()) {
     case WorkQueue::Kind::synchronous:
-      if (idleTakers <= fifo_.size()) return false;
-      break;
+      return false;
     case WorkQueue::Kind::bounded:
     case WorkQueue::Kind::priority:
       if (size() >= spec_.capacity()) return false;

@@ -16,10 +16,9 @@ class TaskQueue {
  public:
   explicit TaskQueue(const WorkQueue& spec) : spec_(spec) {}
 
-  /// Takes `task` (leaving it empty) if there is room. `idleTakers` is the
-  /// number of idle threads waiting for work: a synchronous queue accepts a
-  /// task only while idle threads outnumber the tasks already handed off.
-  bool offer(PendingTask& task, std::size_t idleTakers);
+  /// Takes `task` (leaving it empty) if there is room. A synchronous queue has
+  /// none: the pool hands such tasks to idle threads directly.
+  bool offer(PendingTask& task);
   /// The next task in queue order, or an empty handle.
   PendingTask poll();
   /// Every queued task, in queue order; the queue is left empty.

@@ -98,14 +98,18 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   task.core_->owner = this;
   // 1. Below core: a new thread, even if others are idle.
   if (workers_.size() < corePoolSize_ && addWorkerLocked(task, errors)) return true;
-  // A pool without threads (core 0, or all timed out) starts one for the task
-  // rather than queue work nobody would run; if the factory fails, the task
-  // goes on to the rejection policy instead of being stranded in the queue.
-  if (workers_.empty()) return addWorkerLocked(task, errors);
-  // 2. The queue.
-  if (queue_.offer(task, idle_)) {
+  // 2. The queue (for synchronous(): a hand-off to an idle thread).
+  if (queueSpec_.kind() == WorkQueue::Kind::synchronous) {
+    if (handOffLocked(task)) return true;
+  } else if (queue_.offer(task)) {
     ++taskCount_;
-    if (idle_ > 0) workAvailable_.notify_one();
+    if (!wakeOneLocked() && workers_.empty()) {
+      // Core 0, or every thread failed to start or timed out: someone must run
+      // it. If the factory fails here too, the task waits in the queue for the
+      // next thread that starts (the next submission, or shutdown()).
+      PendingTask none;
+      addWorkerLocked(none, errors);
+    }
     return true;
   }
   // 3. An extra thread, up to max.
@@ -166,8 +170,8 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
   if (first) {
     runTaskUnlocked(*worker, std::move(first), lock);
   }
-  while (Work work = takeWorkLocked(lock)) {
-    ++active_;
+  while (Work work = takeWorkLocked(*worker, lock)) {
+    if (!work.counted) ++active_;
     if (work.continuation) {
       lock.unlock();
       resume(work.continuation);
@@ -239,11 +243,37 @@ void PoolImpl::countLocked(Outcome outcome) noexcept {
 
 bool PoolImpl::quiescentLocked() const noexcept { return continuations_.empty() && inFlight_ == 0; }
 
-PoolImpl::Work PoolImpl::takeWorkLocked(std::unique_lock<std::mutex>& lock) {
+bool PoolImpl::wakeOneLocked() {
+  if (idleWorkers_.empty()) return false;
+  Worker* worker = idleWorkers_.back();
+  idleWorkers_.pop_back();
+  worker->signalled = true;
+  worker->wake.notify_one();
+  return true;
+}
+
+void PoolImpl::wakeAllLocked() {
+  while (wakeOneLocked()) {
+  }
+}
+
+bool PoolImpl::handOffLocked(PendingTask& task) {
+  if (idleWorkers_.empty()) return false;
+  Worker* worker = idleWorkers_.back();
+  worker->handoff = std::move(task.core_);
+  worker->current = worker->handoff;
+  ++active_;
+  ++taskCount_;
+  wakeOneLocked();
+  return true;
+}
+
+PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mutex>& lock) {
   using Clock = std::chrono::steady_clock;
   const auto idleSince = Clock::now();
   bool waited = false;
   while (true) {
+    if (worker.handoff) return Work{std::move(worker.handoff), {}, true};
     // Continuations first: they finish work already admitted, even after shutdown.
     if (!continuations_.empty()) return Work{{}, continuations_.pop()};
     if (state_ == PoolState::stop && inFlight_ == 0) return {};
@@ -261,13 +291,17 @@ PoolImpl::Work PoolImpl::takeWorkLocked(std::unique_lock<std::mutex>& lock) {
     // An idle thread may time out even while coroutines are in flight: a
     // continuation posted to a pool without threads starts one.
     if (timed && waited && Clock::now() >= deadline) return {};
-    ++idle_;
+    worker.signalled = false;
+    idleWorkers_.push_back(&worker);
+    if (blockedProducers_ > 0) roomAvailable_.notify_all();  // an idle thread is room for a hand-off
     if (timed) {
-      workAvailable_.wait_until(lock, deadline);
+      worker.wake.wait_until(lock, deadline, [&] { return worker.signalled; });
     } else {
-      workAvailable_.wait(lock);
+      worker.wake.wait(lock, [&] { return worker.signalled; });
     }
-    --idle_;
+    if (!worker.signalled) {  // timed out: leave the idle stack
+      idleWorkers_.erase(std::find(idleWorkers_.begin(), idleWorkers_.end(), &worker));
+    }
     waited = true;
   }
 }
@@ -278,11 +312,7 @@ void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
     std::lock_guard lock(mutex_);
     if (state_ != PoolState::terminated) {
       continuations_.push(handle);
-      if (idle_ > 0) {
-        workAvailable_.notify_one();
-        return;
-      }
-      if (!workers_.empty()) return;  // a busy worker takes it next
+      if (wakeOneLocked() || !workers_.empty()) return;  // else a busy worker takes it next
       PendingTask none;
       if (addWorkerLocked(none, errors)) return;
       continuations_.extractIf([handle](std::coroutine_handle<> h) { return h == handle; });
@@ -314,7 +344,7 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
   }
   countLocked(result.outcome);
   if (inFlight_ == 0 && state_ != PoolState::running) {
-    workAvailable_.notify_all();
+    wakeAllLocked();
     tryTerminateLocked(lock);
   }
 }
@@ -560,9 +590,16 @@ void ThreadPoolExecutor::shutdown() {
   detail::PoolImpl& p = *impl_;
   std::unique_lock lock(p.mutex_);
   if (p.state_ == PoolState::running) p.state_ = PoolState::shutdown;
-  p.workAvailable_.notify_all();
+  detail::PoolImpl::FactoryErrors errors;
+  if (p.workers_.empty() && !p.queue_.empty() && p.state_ == PoolState::shutdown) {
+    PendingTask none;  // queued work whose thread failed to start: try again to drain it
+    p.addWorkerLocked(none, errors);
+  }
+  p.wakeAllLocked();
   p.roomAvailable_.notify_all();
   p.tryTerminateLocked(lock);
+  lock.unlock();
+  p.reportFactoryErrors(errors);
 }
 
 std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
@@ -589,7 +626,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
       task->addRef();
       running.push_back(detail::Ref<detail::TaskCore>::adopt(task));
     }
-    p.workAvailable_.notify_all();
+    p.wakeAllLocked();
     p.roomAvailable_.notify_all();
     p.tryTerminateLocked(lock);
   }
@@ -663,7 +700,7 @@ void ThreadPoolExecutor::setCorePoolSize(std::size_t corePoolSize) {
     }
     grow = corePoolSize > p.corePoolSize_ ? corePoolSize - p.corePoolSize_ : 0;
     p.corePoolSize_ = corePoolSize;
-    if (p.workers_.size() > corePoolSize) p.workAvailable_.notify_all();  // surplus threads become timed
+    if (p.workers_.size() > corePoolSize) p.wakeAllLocked();  // surplus threads become timed
   }
   if (grow > 0) p.startWorkers(grow, true);
 }
@@ -678,7 +715,7 @@ void ThreadPoolExecutor::setMaximumPoolSize(std::size_t maximumPoolSize) {
         p.corePoolSize_, maximumPoolSize));
   }
   p.maximumPoolSize_ = maximumPoolSize;
-  p.workAvailable_.notify_all();
+  p.wakeAllLocked();
   if (p.blockedProducers_ > 0) p.roomAvailable_.notify_all();
 }
 
@@ -690,14 +727,14 @@ void ThreadPoolExecutor::setKeepAliveTime(std::chrono::nanoseconds keepAliveTime
   detail::PoolImpl& p = *impl_;
   std::lock_guard lock(p.mutex_);
   p.keepAliveTime_ = keepAliveTime;
-  p.workAvailable_.notify_all();
+  p.wakeAllLocked();
 }
 
 void ThreadPoolExecutor::allowCoreThreadTimeOut(bool value) {
   detail::PoolImpl& p = *impl_;
   std::lock_guard lock(p.mutex_);
   p.allowCoreThreadTimeOut_ = value;
-  p.workAvailable_.notify_all();
+  p.wakeAllLocked();
 }
 
 std::size_t ThreadPoolExecutor::corePoolSize() const {
