@@ -94,8 +94,8 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
       queue_(options.workQueue) {}
 
 bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
-  if (state_ != PoolState::running) return false;
   task.core_->owner = this;
+  if (state_ != PoolState::running) return false;
   // 1. Below core: a new thread, even if others are idle.
   if (workers_.size() < corePoolSize_ && addWorkerLocked(task, errors)) return true;
   // 2. The queue (for synchronous(): a hand-off to an idle thread).
@@ -532,9 +532,12 @@ bool ThreadPoolExecutor::tryAdmit(PendingTask& task) {
 }
 
 RejectedExecution ThreadPoolExecutor::rejection(const PendingTask& task) const {
-  const char* reason = task.valid() && task.core_->rejectReason ? task.core_->rejectReason
-                       : isShutdown()                           ? "the pool is shut down and accepts no new tasks"
-                                                                : "the rejection policy refused the task";
+  // The reason the admission recorded, if it was this pool's; else the
+  // pool's state now (a policy called directly, or on another pool's task).
+  const bool ours = task.valid() && task.core_->owner == impl_.get() && task.core_->rejectReason != nullptr;
+  const char* reason = ours           ? task.core_->rejectReason
+                       : isShutdown() ? "the pool is shut down and accepts no new tasks"
+                                      : "the rejection policy refused the task";
   return RejectedExecution(reason, stats());
 }
 

@@ -28,10 +28,10 @@ class Gate {
   ~Gate() { open(); }
 
   void open() {
-    {
-      std::lock_guard lock(mutex_);
-      open_ = true;
-    }
+    // Notify under the lock: a waiter may destroy the gate as soon as it can
+    // see `open_`.
+    std::lock_guard lock(mutex_);
+    open_ = true;
     cv_.notify_all();
   }
   /// Blocks until open() (or kLong passes, so a broken test cannot hang).
@@ -54,10 +54,10 @@ class Gate {
 class Counter {
  public:
   void arrive() {
-    {
-      std::lock_guard lock(mutex_);
-      ++count_;
-    }
+    // Notify under the lock: a waiter may destroy the counter as soon as it
+    // can see the count.
+    std::lock_guard lock(mutex_);
+    ++count_;
     cv_.notify_all();
   }
   /// True once `n` have arrived; false if kLong passed first.
