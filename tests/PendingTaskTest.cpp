@@ -1,0 +1,271 @@
+#include "coexec/PendingTask.h"
+
+// PendingTask: the runnable side of a task that has not run, as a rejection
+// policy or shutdownNow() hands it out. Dropping it breaks its promise,
+// running it settles its Future, and both race safely with Future::cancel().
+
+#include <atomic>
+#include <latch>
+#include <stdexcept>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "TestSupport.h"
+#include "coexec/ThreadPoolExecutor.h"
+
+using namespace std::chrono_literals;
+
+using coexec::BrokenPromise;
+using coexec::Future;
+using coexec::OperationCancelled;
+using coexec::PendingTask;
+using coexec::PoolStats;
+using coexec::TaskInfo;
+using coexec::ThreadPoolExecutor;
+using coexec::ThreadPoolOptions;
+using coexec::WorkQueue;
+using coexec::test::Counter;
+using coexec::test::Gate;
+using coexec::test::kLong;
+
+static_assert(!std::is_copy_constructible_v<PendingTask>);
+static_assert(!std::is_copy_assignable_v<PendingTask>);
+static_assert(std::is_nothrow_move_constructible_v<PendingTask>);
+static_assert(std::is_nothrow_move_assignable_v<PendingTask>);
+
+namespace {
+
+struct TaskError {
+  int code;
+};
+
+/// A shut-down pool whose rejection policy keeps every task it is given: each
+/// submit()/execute() hands the test a PendingTask that never ran.
+class Catcher {
+ public:
+  Catcher() : pool_(options(tasks_)) { pool_.shutdown(); }
+
+  ThreadPoolExecutor& pool() { return pool_; }
+  /// The task the last submission produced.
+  PendingTask take() {
+    REQUIRE_FALSE(tasks_.empty());
+    PendingTask task = std::move(tasks_.back());
+    tasks_.pop_back();
+    return task;
+  }
+
+ private:
+  static ThreadPoolOptions options(std::vector<PendingTask>& tasks) {
+    ThreadPoolOptions o;
+    o.name = "catcher";
+    // The policy runs on the submitting thread: no synchronisation needed.
+    o.rejectionPolicy = [&tasks](PendingTask& task, ThreadPoolExecutor&) { tasks.push_back(std::move(task)); };
+    return o;
+  }
+
+  std::vector<PendingTask> tasks_;
+  ThreadPoolExecutor pool_;
+};
+
+}  // namespace
+
+TEST_CASE("destroying a PendingTask that never ran settles its Future with BrokenPromise", "[pending]") {
+  Catcher catcher;
+  std::atomic<int> ran{0};
+  auto future = catcher.pool().submit([&] { return ++ran; });
+  {
+    PendingTask task = catcher.take();
+    CHECK(task.valid());
+    CHECK_FALSE(future.isDone());
+  }
+  CHECK(future.isDone());
+  CHECK_FALSE(future.isCancelled());
+  CHECK_THROWS_AS(future.get(), BrokenPromise);
+  CHECK(ran == 0);
+}
+
+TEST_CASE("run executes the task on the calling thread and settles its Future", "[pending]") {
+  Catcher catcher;
+  auto future = catcher.pool().submit([] { return std::this_thread::get_id(); });
+  PendingTask task = catcher.take();
+  task.run();
+  CHECK_FALSE(task.valid());
+  REQUIRE(future.isDone());
+  CHECK(future.get() == std::this_thread::get_id());
+}
+
+TEST_CASE("run rethrows an execute task's exception and leaves a submit task's in its Future", "[pending][exceptions]") {
+  Catcher catcher;
+  catcher.pool().execute([] { throw TaskError{3}; });
+  PendingTask executed = catcher.take();
+  CHECK_FALSE(executed.hasFuture());
+  try {
+    executed.run();
+    FAIL("run() of a throwing execute() task returned normally");
+  } catch (const TaskError& e) {
+    CHECK(e.code == 3);
+  }
+  CHECK_FALSE(executed.valid());
+
+  auto future = catcher.pool().submit([]() -> int { throw TaskError{4}; });
+  PendingTask submitted = catcher.take();
+  CHECK(submitted.hasFuture());
+  CHECK_NOTHROW(submitted.run());
+  try {
+    (void)future.get();
+    FAIL("the Future of a throwing task returned a value");
+  } catch (const TaskError& e) {
+    CHECK(e.code == 4);
+  }
+}
+
+TEST_CASE("run on an empty PendingTask throws std::logic_error", "[pending]") {
+  PendingTask empty;
+  CHECK_FALSE(empty.valid());
+  CHECK_THROWS_AS(empty.run(), std::logic_error);
+
+  Catcher catcher;
+  catcher.pool().execute([] {});
+  PendingTask task = catcher.take();
+  task.run();
+  CHECK_THROWS_AS(task.run(), std::logic_error);  // a task runs once
+  PendingTask moved = std::move(task);
+  CHECK_FALSE(moved.valid());
+}
+
+TEST_CASE("priority and hasFuture describe the submission", "[pending]") {
+  Catcher catcher;
+  catcher.pool().execute([] {}, 3);
+  PendingTask executed = catcher.take();
+  CHECK(executed.priority() == 3);
+  CHECK_FALSE(executed.hasFuture());
+  CHECK_FALSE(executed.isCancelled());
+
+  auto future = catcher.pool().submit([] { return 1; }, -2);
+  PendingTask submitted = catcher.take();
+  CHECK(submitted.priority() == -2);
+  CHECK(submitted.hasFuture());
+
+  (void)catcher.pool().submit([] { return 1; });
+  CHECK(catcher.take().priority() == 0);
+}
+
+TEST_CASE("a PendingTask cancelled through its Future does nothing when run", "[pending][cancel]") {
+  const bool runIt = GENERATE(true, false);
+  INFO((runIt ? "then run" : "then dropped"));
+  Catcher catcher;
+  std::atomic<int> ran{0};
+  auto future = catcher.pool().submit([&] { return ++ran; });
+  PendingTask task = catcher.take();
+  CHECK(future.cancel());
+  CHECK(task.isCancelled());
+  if (runIt) {
+    CHECK_NOTHROW(task.run());
+  } else {
+    task = PendingTask();
+  }
+  CHECK(ran == 0);
+  CHECK(future.isCancelled());
+  CHECK_THROWS_AS(future.get(), OperationCancelled);  // not BrokenPromise: cancellation came first
+}
+
+TEST_CASE("move-assigning over a PendingTask drops the task it held", "[pending]") {
+  Catcher catcher;
+  auto first = catcher.pool().submit([] { return 1; });
+  PendingTask a = catcher.take();
+  auto second = catcher.pool().submit([] { return 2; });
+  PendingTask b = catcher.take();
+
+  a = std::move(b);
+  CHECK(first.isDone());
+  CHECK_THROWS_AS(first.get(), BrokenPromise);
+  CHECK_FALSE(b.valid());  // NOLINT(bugprone-use-after-move): checking the moved-from state
+  REQUIRE(a.valid());
+  CHECK_FALSE(second.isDone());
+  a.run();
+  CHECK(second.get() == 2);
+}
+
+TEST_CASE("running a task shutdownNow returned calls no hook and changes no pool counter", "[pending][hooks]") {
+  Counter started;
+  std::atomic<int> beforeCalls{0};
+  std::atomic<int> afterCalls{0};
+  Gate gate;
+  ThreadPoolOptions options;
+  options.workQueue = WorkQueue::bounded(8);
+  options.hooks.beforeExecute = [&](const TaskInfo&) { ++beforeCalls; };
+  options.hooks.afterExecute = [&](const TaskInfo&, std::exception_ptr) { ++afterCalls; };
+  ThreadPoolExecutor pool(std::move(options));
+  struct OpenOnExit {
+    Gate& gate;
+    ~OpenOnExit() { gate.open(); }
+  } release{gate};
+
+  pool.execute([&] {
+    started.arrive();
+    gate.wait();
+  });
+  REQUIRE(started.waitFor(1));
+  auto ok = pool.submit([] { return 1; });
+  auto failing = pool.submit([]() -> int { throw TaskError{1}; });
+  std::vector<PendingTask> drained = pool.shutdownNow();
+  REQUIRE(drained.size() == 2u);
+  gate.open();
+  REQUIRE(pool.awaitTermination(kLong));
+  const PoolStats before = pool.stats();
+
+  for (auto& task : drained) task.run();
+  CHECK(ok.get() == 1);
+  CHECK_THROWS_AS(failing.get(), TaskError);
+  const PoolStats after = pool.stats();
+  CHECK(beforeCalls == 1);  // the blocker only
+  CHECK(afterCalls == 1);
+  CHECK(after.taskCount == before.taskCount);
+  CHECK(after.completedTaskCount == before.completedTaskCount);
+  CHECK(after.failedCount == before.failedCount);
+  CHECK(after.cancelledCount == before.cancelledCount);
+  CHECK(after.drainedCount == 2u);
+}
+
+TEST_CASE("run and destruction racing Future::cancel settle the Future exactly once", "[pending][cancel][race]") {
+  const bool destroy = GENERATE(false, true);
+  INFO((destroy ? "the other thread drops the task" : "the other thread runs the task"));
+  Catcher catcher;
+  int cancelledWins = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::atomic<int> ran{0};
+    auto future = catcher.pool().submit([&] { return ++ran; });
+    PendingTask task = catcher.take();
+    std::latch go(2);
+    std::thread other([&] {
+      go.arrive_and_wait();
+      if (destroy) {
+        task = PendingTask();
+      } else {
+        task.run();
+      }
+    });
+    go.arrive_and_wait();
+    const bool cancelled = future.cancel();
+    other.join();
+
+    REQUIRE(future.isDone());
+    CHECK(future.isCancelled() == cancelled);
+    if (cancelled) {
+      ++cancelledWins;
+      CHECK_THROWS_AS(future.get(), OperationCancelled);
+    } else if (destroy) {
+      CHECK_THROWS_AS(future.get(), BrokenPromise);
+      CHECK(ran == 0);
+    } else {
+      CHECK(future.get() == 1);
+      CHECK(ran == 1);
+    }
+    CHECK(ran <= 1);
+  }
+  INFO("cancel won " << cancelledWins << " of 300 rounds");
+  SUCCEED();
+}

@@ -1,0 +1,386 @@
+#include "coexec/PoolStats.h"
+
+// Metrics (MET), ported from ../shared/reference/jdk-executor-behaviours.md
+// with their numbers, plus coexec's outcome counters and the fmt formatter.
+// coexec splits the JDK's completedTaskCount into completed / failed /
+// cancelled / discarded / drained, so "taskCount == completedTaskCount" from
+// the JDK becomes the ledger over all of them.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "TestSupport.h"
+#include "coexec/ThreadPoolExecutor.h"
+
+using namespace std::chrono_literals;
+
+using coexec::CancellationToken;
+using coexec::Future;
+using coexec::OperationCancelled;
+using coexec::PoolState;
+using coexec::PoolStats;
+using coexec::RejectedExecution;
+using coexec::RejectionPolicy;
+using coexec::TaskInfo;
+using coexec::ThreadPoolExecutor;
+using coexec::ThreadPoolOptions;
+using coexec::WorkQueue;
+using coexec::test::Counter;
+using coexec::test::eventually;
+using coexec::test::Gate;
+using coexec::test::kLong;
+
+namespace {
+
+/// Opens the gate and stops the pool when the test leaves its scope, before
+/// the pool's destructor (declare it right after the pool).
+class StopOnExit {
+ public:
+  StopOnExit(Gate& gate, ThreadPoolExecutor& pool) : gate_(gate), pool_(pool) {}
+  StopOnExit(const StopOnExit&) = delete;
+  StopOnExit& operator=(const StopOnExit&) = delete;
+  ~StopOnExit() {
+    gate_.open();
+    (void)pool_.shutdownNow();
+  }
+
+ private:
+  Gate& gate_;
+  ThreadPoolExecutor& pool_;
+};
+
+std::uint64_t settled(const PoolStats& s) {
+  return s.completedTaskCount + s.failedCount + s.cancelledCount + s.discardedCount + s.drainedCount;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+// ---- formatting ------------------------------------------------------------------
+
+TEST_CASE("PoolStats formats on one line as documented", "[stats][format]") {
+  PoolStats s;
+  s.name = "io";
+  s.state = PoolState::running;
+  s.corePoolSize = 1;
+  s.maximumPoolSize = 2;
+  s.poolSize = 2;
+  s.activeCount = 2;
+  s.largestPoolSize = 2;
+  s.taskCount = 7;
+  s.completedTaskCount = 3;
+  s.queueSize = 1;
+  s.queueCapacity = 1;
+  s.rejectedCount = 2;
+  s.failedCount = 1;
+  CHECK(fmt::format("{}", s) ==
+        "pool 'io' RUNNING: size 2 (core 1, max 2, largest 2), active 2, queued 1/1, "
+        "tasks 7 (completed 3, failed 1, cancelled 0, discarded 0, drained 0), rejected 2");
+}
+
+TEST_CASE("the formatted stats of a live pool name the pool and its state", "[stats][format]") {
+  ThreadPoolOptions options;
+  options.name = "stats-pool";
+  options.corePoolSize = 2;
+  options.maximumPoolSize = 3;
+  options.workQueue = WorkQueue::bounded(5);
+  ThreadPoolExecutor pool(std::move(options));
+  CHECK(pool.submit([] { return 1; }).get() == 1);
+
+  const std::string running = fmt::format("{}", pool.stats());
+  INFO(running);
+  CHECK(contains(running, "'stats-pool'"));
+  CHECK(contains(running, "RUNNING"));
+  CHECK(contains(running, "core 2"));
+  CHECK(contains(running, "max 3"));
+  CHECK(contains(running, "/5"));
+  CHECK(running.find('\n') == std::string::npos);
+
+  pool.close();
+  const std::string terminated = fmt::format("{}", pool.stats());
+  INFO(terminated);
+  CHECK(contains(terminated, "'stats-pool'"));
+  CHECK(contains(terminated, "TERMINATED"));
+  CHECK(contains(terminated, "completed 1"));
+}
+
+TEST_CASE("toString names every pool state", "[stats][format]") {
+  CHECK(coexec::toString(PoolState::running) == "RUNNING");
+  CHECK(coexec::toString(PoolState::shutdown) == "SHUTDOWN");
+  CHECK(coexec::toString(PoolState::stop) == "STOP");
+  CHECK(coexec::toString(PoolState::terminated) == "TERMINATED");
+}
+
+// ---- configuration and state -----------------------------------------------------
+
+TEST_CASE("stats of a new pool echo its configuration and count nothing", "[stats]") {
+  ThreadPoolOptions options;
+  options.name = "cfg";
+  options.corePoolSize = 2;
+  options.maximumPoolSize = 3;
+  options.workQueue = WorkQueue::bounded(7);
+  ThreadPoolExecutor pool(std::move(options));
+  const PoolStats s = pool.stats();
+  CHECK(s.name == "cfg");
+  CHECK(s.state == PoolState::running);
+  CHECK(s.corePoolSize == 2u);
+  CHECK(s.maximumPoolSize == 3u);
+  CHECK(s.queueCapacity == 7u);
+  CHECK(s.poolSize == 0u);
+  CHECK(s.activeCount == 0u);
+  CHECK(s.largestPoolSize == 0u);
+  CHECK(s.taskCount == 0u);
+  CHECK(s.queueSize == 0u);
+  CHECK(s.rejectedCount == 0u);
+  CHECK(settled(s) == 0u);
+}
+
+TEST_CASE("stats report each lifecycle state", "[stats][lifecycle]") {
+  const bool now = GENERATE(false, true);
+  INFO((now ? "shutdownNow()" : "shutdown()"));
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(4));
+  StopOnExit stop(gate, pool);
+  CHECK(pool.stats().state == PoolState::running);
+  pool.execute([&] {
+    started.arrive();
+    gate.wait();
+  });
+  REQUIRE(started.waitFor(1));
+  if (now) {
+    (void)pool.shutdownNow();
+    CHECK(pool.stats().state == PoolState::stop);
+  } else {
+    pool.shutdown();
+    CHECK(pool.stats().state == PoolState::shutdown);
+  }
+  gate.open();
+  REQUIRE(pool.awaitTermination(kLong));
+  CHECK(pool.stats().state == PoolState::terminated);
+}
+
+// ---- MET ---------------------------------------------------------------------------
+
+TEST_CASE("activeCount counts the threads running a task (MET-01)", "[stats]") {
+  Counter started;
+  std::atomic<std::size_t> activeInside{0};
+  Gate gate;
+  ThreadPoolExecutor pool(2, 2, 60s, WorkQueue::bounded(10));
+  StopOnExit stop(gate, pool);
+  CHECK(pool.stats().activeCount == 0u);
+  pool.execute([&] {
+    activeInside = pool.stats().activeCount;
+    started.arrive();
+    gate.wait();
+  });
+  REQUIRE(started.waitFor(1));
+  CHECK(activeInside == 1u);
+  CHECK(pool.stats().activeCount == 1u);
+  gate.open();
+  CHECK(eventually([&] { return pool.stats().activeCount == 0; }));
+}
+
+TEST_CASE("poolSize is 0 before the first task and 1 while it runs (MET-02)", "[stats]") {
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(10));
+  StopOnExit stop(gate, pool);
+  CHECK(pool.stats().poolSize == 0u);
+  pool.execute([&] {
+    started.arrive();
+    gate.wait();
+  });
+  REQUIRE(started.waitFor(1));
+  CHECK(pool.stats().poolSize == 1u);
+}
+
+TEST_CASE("largestPoolSize keeps the peak after the pool terminates (MET-03)", "[stats]") {
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(3, 3, 60s, WorkQueue::bounded(10));
+  StopOnExit stop(gate, pool);
+  CHECK(pool.stats().largestPoolSize == 0u);
+  for (int i = 0; i < 3; ++i) {
+    pool.execute([&] {
+      started.arrive();
+      gate.wait();
+    });
+  }
+  REQUIRE(started.waitFor(3));
+  CHECK(pool.stats().largestPoolSize == 3u);
+  gate.open();
+  pool.close();
+  const PoolStats s = pool.stats();
+  CHECK(s.largestPoolSize == 3u);
+  CHECK(s.poolSize == 0u);
+}
+
+TEST_CASE("taskCount counts admitted tasks at once and completedTaskCount when they end (MET-04)", "[stats]") {
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(10));
+  StopOnExit stop(gate, pool);
+  CHECK(pool.stats().taskCount == 0u);
+  CHECK(pool.stats().completedTaskCount == 0u);
+  pool.execute([&] {
+    started.arrive();
+    gate.wait();
+  });
+  REQUIRE(started.waitFor(1));
+  CHECK(pool.stats().taskCount == 1u);
+  CHECK(pool.stats().completedTaskCount == 0u);
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    CHECK(pool.stats().taskCount == 1 + i);
+    pool.execute([] {});
+  }
+  CHECK(pool.stats().taskCount == 4u);
+  CHECK(pool.stats().completedTaskCount == 0u);
+  CHECK(pool.stats().queueSize == 3u);
+  gate.open();
+  pool.close();
+  CHECK(pool.stats().taskCount == 4u);
+  CHECK(pool.stats().completedTaskCount == 4u);
+}
+
+TEST_CASE("completedTaskCount changes only after the task has ended (MET-05)", "[stats]") {
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(2, 2, 60s, WorkQueue::bounded(10));
+  StopOnExit stop(gate, pool);
+  auto future = pool.submit([&] {
+    started.arrive();
+    gate.wait();
+  });
+  REQUIRE(started.waitFor(1));
+  CHECK(pool.stats().completedTaskCount == 0u);
+  gate.open();
+  future.get();
+  CHECK(eventually([&] { return pool.stats().completedTaskCount == 1; }));
+}
+
+TEST_CASE("largestPoolSize keeps the historical peak after maximumPoolSize is lowered (MET-06)", "[stats][resize]") {
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(1, 4, 60s, WorkQueue::synchronous());
+  StopOnExit stop(gate, pool);
+  for (int i = 0; i < 4; ++i) {
+    pool.execute([&] {
+      started.arrive();
+      gate.wait();
+    });
+  }
+  REQUIRE(started.waitFor(4));
+  CHECK(pool.stats().largestPoolSize == 4u);
+  pool.setMaximumPoolSize(2);
+  gate.open();
+  REQUIRE(eventually([&] { return pool.stats().poolSize <= 2; }));
+  CHECK(pool.stats().largestPoolSize == 4u);
+  CHECK(pool.stats().maximumPoolSize == 2u);
+}
+
+// ---- outcome counters and the ledger -------------------------------------------
+
+TEST_CASE("each outcome has its own counter and together they add up to taskCount", "[stats][ledger]") {
+  Counter started;
+  Gate gate;
+  ThreadPoolOptions options;
+  options.workQueue = WorkQueue::bounded(4);
+  options.rejectionPolicy = RejectionPolicy::discardOldest();
+  options.uncaughtExceptionHandler = [](std::exception_ptr, const TaskInfo&) {};
+  ThreadPoolExecutor pool(std::move(options));
+  StopOnExit stop(gate, pool);
+
+  auto running = pool.submit([&] {  // completed
+    started.arrive();
+    gate.wait();
+    return 1;
+  });
+  REQUIRE(started.waitFor(1));
+  auto evicted = pool.submit([] { return 2; });    // discarded by discardOldest
+  auto cancelled = pool.submit([] { return 3; });  // cancelled while queued
+  auto failing = pool.submit([]() -> int { throw std::runtime_error("fails"); });  // failed
+  pool.execute([] { throw std::runtime_error("execute fails too"); });             // failed
+  CHECK(pool.stats().queueSize == 4u);
+  auto readmitted = pool.submit([] { return 5; });  // rejected, evicts `evicted`, admitted, completed
+  CHECK_THROWS_AS(evicted.get(), RejectedExecution);
+  REQUIRE(cancelled.cancel());
+
+  gate.open();
+  pool.close();
+  CHECK(running.get() == 1);
+  CHECK_THROWS_AS(cancelled.get(), OperationCancelled);
+  CHECK_THROWS_AS(failing.get(), std::runtime_error);
+  CHECK(readmitted.get() == 5);
+
+  const PoolStats s = pool.stats();
+  INFO(fmt::format("{}", s));
+  CHECK(s.taskCount == 6u);
+  CHECK(s.completedTaskCount == 2u);
+  CHECK(s.failedCount == 2u);
+  CHECK(s.cancelledCount == 1u);
+  CHECK(s.discardedCount == 1u);
+  CHECK(s.rejectedCount == 1u);
+  CHECK(s.drainedCount == 0u);
+  CHECK(s.queueSize == 0u);
+  CHECK(s.taskCount == settled(s));
+}
+
+TEST_CASE("a task cancelled while running counts by how it ends", "[stats][cancel]") {
+  enum class Ending { returns, throwsCancelled, throwsOwnError };
+  const Ending ending = GENERATE(Ending::returns, Ending::throwsCancelled, Ending::throwsOwnError);
+  INFO("ending " << static_cast<int>(ending));
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(4));
+  StopOnExit stop(gate, pool);
+  auto future = pool.submit([&](CancellationToken token) {
+    started.arrive();
+    gate.wait();
+    if (ending == Ending::throwsCancelled) token.throwIfCancellationRequested();
+    if (ending == Ending::throwsOwnError) throw std::runtime_error("own error");
+    return 1;
+  });
+  REQUIRE(started.waitFor(1));
+  REQUIRE(future.cancel());
+  gate.open();
+  pool.close();
+  CHECK(future.isCancelled());
+  CHECK_THROWS_AS(future.get(), OperationCancelled);
+  const PoolStats s = pool.stats();
+  CHECK(s.taskCount == 1u);
+  CHECK(s.completedTaskCount == (ending == Ending::returns ? 1u : 0u));
+  CHECK(s.cancelledCount == (ending == Ending::throwsCancelled ? 1u : 0u));
+  CHECK(s.failedCount == (ending == Ending::throwsOwnError ? 1u : 0u));
+}
+
+TEST_CASE("drainedCount counts the tasks shutdownNow returns and not those that ran", "[stats][ledger]") {
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(8));
+  StopOnExit stop(gate, pool);
+  pool.execute([&] {
+    started.arrive();
+    gate.wait();
+  });
+  REQUIRE(started.waitFor(1));
+  for (int i = 0; i < 4; ++i) pool.execute([] {});
+  auto drained = pool.shutdownNow();
+  REQUIRE(drained.size() == 4u);
+  for (auto& task : drained) task.run();  // outside the pool: no counter changes
+  gate.open();
+  REQUIRE(pool.awaitTermination(kLong));
+  const PoolStats s = pool.stats();
+  CHECK(s.taskCount == 5u);
+  CHECK(s.completedTaskCount == 1u);
+  CHECK(s.drainedCount == 4u);
+  CHECK(s.taskCount == settled(s) + s.queueSize);
+}

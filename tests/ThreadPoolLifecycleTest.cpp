@@ -1,0 +1,856 @@
+#include "coexec/ThreadPoolExecutor.h"
+
+// Lifecycle (LIF), dynamic resizing (RSZ) and keep-alive (KA) of
+// ThreadPoolExecutor, ported from ../shared/reference/jdk-executor-behaviours.md
+// with its numbers. Ordering is by gates and counters; sleeps only bound waits
+// or leave room for a wrong implementation to show itself.
+//
+// LIF-12 (closing thread interrupted -> close escalates to shutdownNow) is not
+// ported: C++ threads have no interrupts, so there is nothing to escalate on.
+// The cooperative counterpart, shutdownNow() cancelling the running tasks'
+// tokens, is covered by LIF-04 below.
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "TestSupport.h"
+
+using namespace std::chrono_literals;
+
+using coexec::BrokenPromise;
+using coexec::CancellationRegistration;
+using coexec::CancellationToken;
+using coexec::Future;
+using coexec::OperationCancelled;
+using coexec::PendingTask;
+using coexec::PoolState;
+using coexec::PoolStats;
+using coexec::ThreadPoolExecutor;
+using coexec::ThreadPoolOptions;
+using coexec::WorkQueue;
+using coexec::test::Counter;
+using coexec::test::eventually;
+using coexec::test::Gate;
+using coexec::test::kLong;
+
+namespace {
+
+/// Declared right after the pool: when the test leaves its scope (also through
+/// a failed REQUIRE) it opens the gate and stops the pool, so no blocked task
+/// keeps the pool's destructor waiting. A no-op for a pool already terminated.
+class StopOnExit {
+ public:
+  StopOnExit(Gate& gate, ThreadPoolExecutor& pool) : gate_(gate), pool_(pool) {}
+  StopOnExit(const StopOnExit&) = delete;
+  StopOnExit& operator=(const StopOnExit&) = delete;
+  ~StopOnExit() {
+    gate_.open();
+    (void)pool_.shutdownNow();
+  }
+
+ private:
+  Gate& gate_;
+  ThreadPoolExecutor& pool_;
+};
+
+/// Blocks the calling task until its token is cancelled (bounded by Gate).
+void waitForCancellation(const CancellationToken& token) {
+  Gate cancelled;
+  CancellationRegistration registration(token, [&cancelled] { cancelled.open(); });
+  cancelled.wait();
+}
+
+/// LIF-06: the state of a terminated pool.
+void checkTerminated(ThreadPoolExecutor& pool) {
+  CHECK(pool.awaitTermination(0ns));
+  CHECK(pool.isShutdown());
+  CHECK(pool.isTerminated());
+  CHECK_FALSE(pool.isTerminating());
+  const PoolStats s = pool.stats();
+  CHECK(s.state == PoolState::terminated);
+  CHECK(s.queueSize == 0u);
+  CHECK(s.activeCount == 0u);
+  CHECK(s.poolSize == 0u);
+  CHECK(s.taskCount ==
+        s.completedTaskCount + s.failedCount + s.cancelledCount + s.discardedCount + s.drainedCount);
+}
+
+/// A pool shape the same contract runs over.
+struct Shape {
+  const char* label;
+  std::size_t threads;  // core == max
+  WorkQueue queue;
+};
+
+Shape queueingShape() {
+  return GENERATE(values<Shape>({
+      {"one thread, bounded queue", 1, WorkQueue::bounded(16)},
+      {"two threads, bounded queue", 2, WorkQueue::bounded(16)},
+      {"two threads, unbounded queue", 2, WorkQueue::unbounded()},
+      {"one thread, priority queue, equal priorities", 1, WorkQueue::priority(16)},
+  }));
+}
+
+}  // namespace
+
+// ---- LIF: lifecycle ----------------------------------------------------------
+
+TEST_CASE("isShutdown isTerminating and isTerminated follow a busy pool through shutdown (LIF-01 LIF-03 LIF-06)",
+          "[executor][lifecycle]") {
+  const auto queue = GENERATE(values<WorkQueue>(
+      {WorkQueue::bounded(10), WorkQueue::synchronous(), WorkQueue::unbounded(), WorkQueue::priority(10)}));
+  INFO("queue " << queue.describe());
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(1, 1, 60s, queue);
+  StopOnExit stop(gate, pool);
+
+  CHECK_FALSE(pool.isShutdown());
+  CHECK_FALSE(pool.isTerminating());
+  CHECK_FALSE(pool.isTerminated());
+
+  pool.execute([&] {
+    started.arrive();
+    gate.wait();
+  });
+  REQUIRE(started.waitFor(1));
+  CHECK_FALSE(pool.isShutdown());
+  CHECK_FALSE(pool.isTerminating());
+  CHECK(pool.stats().state == PoolState::running);
+
+  pool.shutdown();
+  CHECK(pool.isShutdown());
+  CHECK(pool.isTerminating());
+  CHECK_FALSE(pool.isTerminated());
+  CHECK(pool.stats().state == PoolState::shutdown);
+  CHECK_FALSE(pool.awaitTermination(0ns));
+
+  gate.open();
+  REQUIRE(pool.awaitTermination(kLong));
+  checkTerminated(pool);
+  CHECK(pool.stats().completedTaskCount == 1u);
+}
+
+TEST_CASE("awaitTermination on a live pool returns false after at least its timeout (LIF-02)",
+          "[executor][lifecycle][timing]") {
+  const bool busy = GENERATE(false, true);
+  INFO((busy ? "a thread is running a task" : "the pool never ran anything"));
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(10));
+  StopOnExit stop(gate, pool);
+  if (busy) {
+    pool.execute([&] {
+      started.arrive();
+      gate.wait();
+    });
+    REQUIRE(started.waitFor(1));
+  }
+
+  CHECK_FALSE(pool.awaitTermination(0ns));
+  CHECK_FALSE(pool.awaitTermination(-1ns));
+  CHECK_FALSE(pool.awaitTermination(std::chrono::nanoseconds::min()));
+
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK_FALSE(pool.awaitTermination(999'999ns));
+  CHECK(std::chrono::steady_clock::now() - t0 >= 999'999ns);
+
+  t0 = std::chrono::steady_clock::now();
+  CHECK_FALSE(pool.awaitTermination(12ms));
+  CHECK(std::chrono::steady_clock::now() - t0 >= 12ms);
+  CHECK_FALSE(pool.isTerminated());
+
+  pool.shutdown();
+  gate.open();
+  CHECK(pool.awaitTermination(kLong));
+  checkTerminated(pool);
+}
+
+TEST_CASE("awaitTermination with the largest timeout waits for termination instead of overflowing",
+          "[executor][lifecycle]") {
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(10));
+  StopOnExit stop(gate, pool);
+  pool.execute([&] {
+    started.arrive();
+    gate.wait();
+  });
+  REQUIRE(started.waitFor(1));
+  pool.shutdown();
+  bool terminated = false;
+  {
+    // Whether the gate opens before or during the wait, the answer is true.
+    std::jthread opener([&] {
+      std::this_thread::sleep_for(20ms);
+      gate.open();
+    });
+    terminated = pool.awaitTermination(std::chrono::nanoseconds::max());
+  }
+  CHECK(terminated);
+  CHECK(pool.isTerminated());
+}
+
+TEST_CASE("shutdown lets running and queued tasks finish without cancelling them (LIF-08)",
+          "[executor][lifecycle][shutdown]") {
+  const Shape shape = queueingShape();
+  INFO(shape.label);
+  Counter started;
+  std::atomic<int> cancelSeen{0};
+  std::atomic<int> queuedRan{0};
+  Gate gate;
+  ThreadPoolExecutor pool(shape.threads, shape.threads, 60s, shape.queue);
+  StopOnExit stop(gate, pool);
+
+  for (std::size_t i = 0; i < shape.threads; ++i) {
+    pool.execute([&](CancellationToken token) {
+      started.arrive();
+      gate.wait();
+      if (token.isCancellationRequested()) ++cancelSeen;
+    });
+  }
+  REQUIRE(started.waitFor(shape.threads));
+  std::vector<Future<int>> futures;
+  for (int i = 0; i < 8; ++i) {
+    futures.push_back(pool.submit([&queuedRan, i] {
+      ++queuedRan;
+      return i * 10;
+    }));
+  }
+
+  pool.shutdown();
+  CHECK(pool.isTerminating());
+  CHECK(pool.stats().queueSize == 8u);
+  CHECK_FALSE(pool.awaitTermination(20ms));  // every thread is still blocked
+  CHECK(queuedRan == 0);
+
+  gate.open();
+  REQUIRE(pool.awaitTermination(kLong));
+  for (int i = 0; i < 8; ++i) CHECK(futures[static_cast<std::size_t>(i)].get() == i * 10);
+  CHECK(queuedRan == 8);
+  CHECK(cancelSeen == 0);
+  checkTerminated(pool);
+  const PoolStats s = pool.stats();
+  CHECK(s.taskCount == shape.threads + 8);
+  CHECK(s.completedTaskCount == shape.threads + 8);
+  CHECK(s.drainedCount == 0u);
+}
+
+TEST_CASE("shutdownNow returns the never-started tasks in queue order and cancels the running ones (LIF-04)",
+          "[executor][lifecycle][shutdown]") {
+  const Shape shape = queueingShape();
+  const bool shutdownFirst = GENERATE(false, true);
+  INFO(shape.label << (shutdownFirst ? ", after shutdown()" : ", on a running pool"));
+  Counter started;
+  std::atomic<int> cancelSeen{0};
+  std::atomic<int> queuedRan{0};
+  std::mutex orderMutex;
+  std::vector<int> order;
+  Gate gate;
+  ThreadPoolExecutor pool(shape.threads, shape.threads, 60s, shape.queue);
+  StopOnExit stop(gate, pool);
+
+  for (std::size_t i = 0; i < shape.threads; ++i) {
+    pool.execute([&](CancellationToken token) {
+      started.arrive();
+      waitForCancellation(token);
+      ++cancelSeen;
+    });
+  }
+  REQUIRE(started.waitFor(shape.threads));
+  CHECK(pool.stats().activeCount == shape.threads);
+  CHECK(pool.stats().completedTaskCount == 0u);
+
+  std::vector<Future<int>> futures;
+  for (int i = 0; i < 5; ++i) {
+    futures.push_back(pool.submit([&, i] {
+      ++queuedRan;
+      std::lock_guard lock(orderMutex);
+      order.push_back(i);
+      return i;
+    }));
+  }
+  if (shutdownFirst) pool.shutdown();
+
+  std::vector<PendingTask> drained = pool.shutdownNow();
+  REQUIRE(drained.size() == 5u);
+  CHECK(pool.isShutdown());
+  CHECK(pool.stats().queueSize == 0u);
+  CHECK(pool.stats().drainedCount == 5u);
+  REQUIRE(pool.awaitTermination(kLong));
+  CHECK(cancelSeen == static_cast<int>(shape.threads));
+  CHECK(queuedRan == 0);
+
+  // The returned tasks are the caller's: not settled until run or dropped.
+  for (auto& future : futures) CHECK_FALSE(future.isDone());
+  for (auto& task : drained) {
+    CHECK(task.valid());
+    CHECK(task.hasFuture());
+    task.run();
+  }
+  {
+    std::lock_guard lock(orderMutex);
+    CHECK(order == std::vector<int>{0, 1, 2, 3, 4});
+  }
+  for (int i = 0; i < 5; ++i) CHECK(futures[static_cast<std::size_t>(i)].get() == i);
+
+  checkTerminated(pool);
+  const PoolStats s = pool.stats();
+  CHECK(s.taskCount == shape.threads + 5);
+  CHECK(s.completedTaskCount == shape.threads);  // they returned normally after seeing the token
+  CHECK(s.drainedCount == 5u);
+}
+
+TEST_CASE("shutdownNow on a priority queue returns the highest priority first and FIFO among equals",
+          "[executor][lifecycle][shutdown]") {
+  Counter started;
+  std::mutex orderMutex;
+  std::vector<int> order;
+  Gate gate;
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::priority(16));
+  StopOnExit stop(gate, pool);
+  pool.execute([&] {
+    started.arrive();
+    gate.wait();
+  });
+  REQUIRE(started.waitFor(1));
+
+  const int priorities[] = {1, 5, 3, 5, 2};
+  for (int id = 0; id < 5; ++id) {
+    pool.execute(
+        [&, id] {
+          std::lock_guard lock(orderMutex);
+          order.push_back(id);
+        },
+        priorities[id]);
+  }
+  std::vector<PendingTask> drained = pool.shutdownNow();
+  REQUIRE(drained.size() == 5u);
+  std::vector<int> drainedPriorities;
+  for (auto& task : drained) drainedPriorities.push_back(task.priority());
+  CHECK(drainedPriorities == std::vector<int>{5, 5, 3, 2, 1});
+  for (auto& task : drained) task.run();
+  std::lock_guard lock(orderMutex);
+  CHECK(order == std::vector<int>{1, 3, 2, 4, 0});
+}
+
+TEST_CASE("tasks dropped after shutdownNow report BrokenPromise to their Futures",
+          "[executor][lifecycle][shutdown]") {
+  Counter started;
+  std::atomic<int> ran{0};
+  Gate gate;
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(8));
+  StopOnExit stop(gate, pool);
+  pool.execute([&] {
+    started.arrive();
+    gate.wait();
+  });
+  REQUIRE(started.waitFor(1));
+  std::vector<Future<int>> futures;
+  for (int i = 0; i < 3; ++i) futures.push_back(pool.submit([&] { return ++ran; }));
+
+  std::vector<PendingTask> drained = pool.shutdownNow();
+  REQUIRE(drained.size() == 3u);
+  drained.clear();
+  for (auto& future : futures) {
+    CHECK(future.isDone());
+    CHECK_FALSE(future.isCancelled());
+    CHECK_THROWS_AS(future.get(), BrokenPromise);
+  }
+  gate.open();
+  REQUIRE(pool.awaitTermination(kLong));
+  CHECK(ran == 0);
+  checkTerminated(pool);
+}
+
+TEST_CASE("shutdownNow leaves a task that ignores its token running until it returns",
+          "[executor][lifecycle][shutdown]") {
+  Counter started;
+  std::atomic<int> finished{0};
+  Gate gate;
+  ThreadPoolExecutor pool(2, 2, 60s, WorkQueue::bounded(8));
+  StopOnExit stop(gate, pool);
+  for (int i = 0; i < 2; ++i) {
+    pool.execute([&] {
+      started.arrive();
+      gate.wait();
+      ++finished;
+    });
+  }
+  REQUIRE(started.waitFor(2));
+
+  CHECK(pool.shutdownNow().empty());
+  CHECK(pool.isTerminating());
+  CHECK(pool.stats().state == PoolState::stop);
+  CHECK_FALSE(pool.awaitTermination(20ms));
+  CHECK(finished == 0);
+
+  gate.open();
+  REQUIRE(pool.awaitTermination(kLong));
+  CHECK(finished == 2);
+  checkTerminated(pool);
+  CHECK(pool.stats().completedTaskCount == 2u);
+}
+
+TEST_CASE("a pool with no thread terminates inside shutdown shutdownNow or close", "[executor][lifecycle]") {
+  const int how = GENERATE(0, 1, 2);
+  INFO((how == 0 ? "shutdown()" : how == 1 ? "shutdownNow()" : "close()"));
+  std::atomic<int> terminatedCalls{0};
+  ThreadPoolOptions options;
+  options.corePoolSize = 2;
+  options.maximumPoolSize = 2;
+  options.hooks.terminated = [&] { ++terminatedCalls; };
+  ThreadPoolExecutor pool(std::move(options));
+
+  if (how == 0) pool.shutdown();
+  if (how == 1) CHECK(pool.shutdownNow().empty());
+  if (how == 2) pool.close();
+  CHECK(pool.isTerminated());
+  CHECK(terminatedCalls == 1);
+  checkTerminated(pool);
+}
+
+TEST_CASE("shutdown shutdownNow and close on a terminated pool change nothing (LIF-07)", "[executor][lifecycle]") {
+  std::atomic<int> terminatedCalls{0};
+  ThreadPoolOptions options;
+  options.corePoolSize = 2;
+  options.maximumPoolSize = 2;
+  options.hooks.terminated = [&] { ++terminatedCalls; };
+  ThreadPoolExecutor pool(std::move(options));
+  CHECK(pool.submit([] { return 1; }).get() == 1);
+  CHECK(pool.submit([] { return 2; }).get() == 2);
+
+  pool.shutdown();
+  pool.shutdown();  // idempotent while terminating, too
+  REQUIRE(pool.awaitTermination(kLong));
+  const PoolStats before = pool.stats();
+
+  pool.shutdown();
+  CHECK(pool.shutdownNow().empty());
+  pool.close();
+  CHECK(pool.shutdownNow().empty());
+  CHECK(terminatedCalls == 1);
+  checkTerminated(pool);
+  const PoolStats after = pool.stats();
+  CHECK(after.taskCount == before.taskCount);
+  CHECK(after.completedTaskCount == 2u);
+  CHECK(after.largestPoolSize == before.largestPoolSize);
+}
+
+TEST_CASE("a queued task cancelled before shutdown never runs and does not stall termination (LIF-10)",
+          "[executor][lifecycle][cancel]") {
+  Counter started;
+  std::atomic<int> ran{0};
+  Gate gate;
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(4));
+  StopOnExit stop(gate, pool);
+  pool.execute([&] {
+    started.arrive();
+    gate.wait();
+  });
+  REQUIRE(started.waitFor(1));
+  auto cancelled = pool.submit([&] { ++ran; });
+  REQUIRE(cancelled.cancel());
+  pool.shutdown();
+  gate.open();
+  REQUIRE(pool.awaitTermination(kLong));
+  CHECK(ran == 0);
+  CHECK_THROWS_AS(cancelled.get(), OperationCancelled);
+  checkTerminated(pool);
+  CHECK(pool.stats().cancelledCount == 1u);
+  CHECK(pool.stats().completedTaskCount == 1u);
+}
+
+TEST_CASE("a task cancelled right after submit to an idle worker does not stall shutdown (LIF-10)",
+          "[executor][lifecycle][cancel]") {
+  // Room for all 50: a cancelled task keeps its queue slot until a worker skips it.
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(64));
+  CHECK(pool.submit([] { return 1; }).get() == 1);
+  for (int i = 0; i < 50; ++i) {
+    auto future = pool.submit([] { return 2; });
+    (void)future.cancel();  // races the worker taking the task
+    REQUIRE(future.waitFor(kLong));
+  }
+  pool.shutdown();
+  CHECK(pool.awaitTermination(kLong));
+  checkTerminated(pool);
+  CHECK(pool.stats().taskCount == 51u);
+}
+
+TEST_CASE("close waits for running and queued tasks and leaves the pool terminated (LIF-11)",
+          "[executor][lifecycle][close]") {
+  Counter started;
+  std::atomic<bool> queuedFinished{false};
+  Gate gate;
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(4));
+  StopOnExit stop(gate, pool);
+  pool.execute([&] {
+    started.arrive();
+    gate.wait();
+  });
+  pool.execute([&] { queuedFinished = true; });
+  REQUIRE(started.waitFor(1));
+  {
+    // Whether the gate opens before or during close(), close must wait for both.
+    std::jthread opener([&] {
+      std::this_thread::sleep_for(20ms);
+      gate.open();
+    });
+    pool.close();
+    CHECK(queuedFinished);
+  }
+  CHECK(pool.isShutdown());
+  CHECK(pool.isTerminated());
+  CHECK(pool.awaitTermination(10ms));
+  checkTerminated(pool);
+}
+
+TEST_CASE("close on an idle or shut-down or terminated pool leaves it terminated (LIF-11)",
+          "[executor][lifecycle][close]") {
+  const int before = GENERATE(0, 1, 2, 3);
+  INFO((before == 0   ? "never used"
+        : before == 1 ? "idle with a thread"
+        : before == 2 ? "shut down"
+                      : "terminated"));
+  ThreadPoolExecutor pool(1, 2, 60s, WorkQueue::bounded(4));
+  if (before >= 1) CHECK(pool.submit([] { return 1; }).get() == 1);
+  if (before >= 2) pool.shutdown();
+  if (before >= 3) REQUIRE(pool.awaitTermination(kLong));
+  pool.close();
+  checkTerminated(pool);
+  pool.close();
+  checkTerminated(pool);
+}
+
+TEST_CASE("the destructor runs every queued task before it returns (LIF-08 LIF-11)", "[executor][lifecycle][close]") {
+  const Shape shape = queueingShape();
+  INFO(shape.label);
+  std::atomic<int> ran{0};
+  Gate gate;
+  {
+    ThreadPoolExecutor pool(shape.threads, shape.threads, 60s, shape.queue);
+    for (std::size_t i = 0; i < shape.threads; ++i) pool.execute([&] { gate.wait(); });
+    for (int i = 0; i < 12; ++i) pool.execute([&] { ++ran; });
+    std::jthread opener([&] {
+      std::this_thread::sleep_for(20ms);
+      gate.open();
+    });
+  }  // the opener joins first, then the pool's destructor waits
+  CHECK(ran == 12);
+}
+
+TEST_CASE("close and awaitTermination called from a pool thread throw std::logic_error",
+          "[executor][lifecycle][close]") {
+  std::atomic<int> closeThrew{0};
+  std::atomic<int> awaitThrew{0};
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(4));
+  auto future = pool.submit([&] {
+    try {
+      pool.close();
+    } catch (const std::logic_error&) {
+      ++closeThrew;
+    }
+    try {
+      (void)pool.awaitTermination(1ms);
+    } catch (const std::logic_error&) {
+      ++awaitThrew;
+    }
+  });
+  REQUIRE(future.waitFor(kLong));
+  future.get();
+  CHECK(closeThrew == 1);
+  CHECK(awaitThrew == 1);
+}
+
+// ---- RSZ: dynamic resizing ---------------------------------------------------
+
+TEST_CASE("prestartCoreThread starts one idle core thread at a time up to corePoolSize (RSZ-01)",
+          "[executor][resize][prestart]") {
+  ThreadPoolExecutor pool(2, 6, 60s, WorkQueue::bounded(10));
+  CHECK(pool.stats().poolSize == 0u);
+  CHECK(pool.prestartCoreThread());
+  CHECK(pool.stats().poolSize == 1u);
+  CHECK(pool.prestartCoreThread());
+  CHECK(pool.stats().poolSize == 2u);
+  CHECK_FALSE(pool.prestartCoreThread());
+  CHECK(pool.stats().poolSize == 2u);
+  pool.setCorePoolSize(4);
+  CHECK(pool.prestartCoreThread());
+  CHECK(pool.stats().poolSize == 3u);
+  CHECK(pool.prestartCoreThread());
+  CHECK(pool.stats().poolSize == 4u);
+  CHECK_FALSE(pool.prestartCoreThread());
+  const PoolStats s = pool.stats();
+  CHECK(s.poolSize == 4u);
+  CHECK(s.largestPoolSize == 4u);
+  CHECK(s.activeCount == 0u);
+  CHECK(s.taskCount == 0u);
+}
+
+TEST_CASE("prestartAllCoreThreads starts the missing core threads and says how many (RSZ-02)",
+          "[executor][resize][prestart]") {
+  ThreadPoolExecutor pool(2, 6, 60s, WorkQueue::bounded(10));
+  CHECK(pool.prestartAllCoreThreads() == 2u);
+  CHECK(pool.stats().poolSize == 2u);
+  CHECK(pool.prestartAllCoreThreads() == 0u);
+  CHECK(pool.stats().poolSize == 2u);
+  pool.setCorePoolSize(4);
+  CHECK(pool.prestartAllCoreThreads() == 2u);
+  CHECK(pool.stats().poolSize == 4u);
+  CHECK(pool.prestartAllCoreThreads() == 0u);
+  CHECK(pool.stats().poolSize == 4u);
+  // Prestarted threads run queued work like any other.
+  CHECK(pool.submit([] { return 5; }).get() == 5);
+  CHECK(pool.stats().poolSize == 4u);
+}
+
+TEST_CASE("maximumPoolSize reads back what was set (RSZ-03)", "[executor][resize]") {
+  ThreadPoolExecutor pool(2, 3, 60s, WorkQueue::bounded(10));
+  CHECK(pool.maximumPoolSize() == 3u);
+  pool.setMaximumPoolSize(5);
+  CHECK(pool.maximumPoolSize() == 5u);
+  CHECK(pool.stats().maximumPoolSize == 5u);
+  pool.setMaximumPoolSize(4);
+  CHECK(pool.maximumPoolSize() == 4u);
+  pool.setCorePoolSize(3);
+  CHECK(pool.corePoolSize() == 3u);
+  CHECK(pool.stats().corePoolSize == 3u);
+}
+
+TEST_CASE("raising maximumPoolSize is used at once and lowering it retires surplus threads as they finish (RSZ-04 RSZ-05)",
+          "[executor][resize]") {
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(1, 2, 60s, WorkQueue::bounded(2));
+  StopOnExit stop(gate, pool);
+  auto blocker = [&] {
+    started.arrive();
+    gate.wait();
+  };
+  for (int i = 0; i < 4; ++i) pool.execute(blocker);  // core thread, 2 queued, 1 extra thread
+  REQUIRE(started.waitFor(2));
+  PoolStats s = pool.stats();
+  CHECK(s.poolSize == 2u);
+  CHECK(s.activeCount == 2u);
+  CHECK(s.queueSize == 2u);
+  CHECK(s.taskCount == 4u);
+
+  pool.setMaximumPoolSize(4);
+  for (int i = 0; i < 2; ++i) pool.execute(blocker);  // the queue is full: two more threads at once
+  REQUIRE(started.waitFor(4));
+  s = pool.stats();
+  CHECK(s.poolSize == 4u);
+  CHECK(s.activeCount == 4u);
+  CHECK(s.largestPoolSize == 4u);
+  CHECK(s.taskCount == 6u);
+  CHECK(s.completedTaskCount == 0u);
+
+  pool.setMaximumPoolSize(2);
+  CHECK(pool.stats().poolSize == 4u);  // busy threads are not stopped
+  gate.open();
+  REQUIRE(started.waitFor(6));
+  REQUIRE(eventually([&] {
+    s = pool.stats();
+    return s.completedTaskCount == 6 && s.activeCount == 0 && s.poolSize <= 2;
+  }));
+  s = pool.stats();
+  CHECK(s.poolSize == 2u);  // never fewer than the new maximum (keep-alive is 60 s)
+  CHECK(s.maximumPoolSize == 2u);
+  CHECK(s.largestPoolSize == 4u);
+  CHECK(s.queueSize == 0u);
+}
+
+TEST_CASE("lowering keepAliveTime makes idle surplus threads exit with the new value (RSZ-06)",
+          "[executor][resize][keepalive][timing]") {
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(1, 3, 60s, WorkQueue::synchronous());
+  StopOnExit stop(gate, pool);
+  CHECK(pool.keepAliveTime() == 60s);
+  for (int i = 0; i < 3; ++i) {
+    pool.execute([&] {
+      started.arrive();
+      gate.wait();
+    });
+  }
+  REQUIRE(started.waitFor(3));
+  gate.open();
+  REQUIRE(eventually([&] { return pool.stats().completedTaskCount == 3 && pool.stats().activeCount == 0; }));
+  CHECK(pool.stats().poolSize == 3u);  // idle, but the keep-alive is 60 s
+
+  pool.setKeepAliveTime(7ms);
+  CHECK(pool.keepAliveTime() == 7ms);
+  CHECK(eventually([&] { return pool.stats().poolSize == 1; }));
+}
+
+TEST_CASE("raising corePoolSize starts threads for the tasks already queued", "[executor][resize]") {
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(1, 4, 60s, WorkQueue::bounded(10));
+  StopOnExit stop(gate, pool);
+  for (int i = 0; i < 4; ++i) {
+    pool.execute([&] {
+      started.arrive();
+      gate.wait();
+    });
+  }
+  REQUIRE(started.waitFor(1));
+  CHECK(pool.stats().queueSize == 3u);
+
+  pool.setCorePoolSize(4);
+  REQUIRE(started.waitFor(4));
+  const PoolStats s = pool.stats();
+  CHECK(s.poolSize == 4u);
+  CHECK(s.activeCount == 4u);
+  CHECK(s.queueSize == 0u);
+}
+
+TEST_CASE("lowering corePoolSize lets surplus idle threads exit but never below the new core",
+          "[executor][resize][keepalive][timing]") {
+  ThreadPoolExecutor pool(4, 4, 20ms, WorkQueue::bounded(10));
+  CHECK(pool.prestartAllCoreThreads() == 4u);
+  CHECK(pool.stats().poolSize == 4u);
+  pool.setCorePoolSize(1);
+  CHECK(pool.corePoolSize() == 1u);
+  REQUIRE(eventually([&] { return pool.stats().poolSize == 1; }));
+  std::this_thread::sleep_for(60ms);  // room for a wrong implementation to go below core
+  CHECK(pool.stats().poolSize == 1u);
+  CHECK(pool.submit([] { return 3; }).get() == 3);
+}
+
+TEST_CASE("a task that resizes its own pool is not cancelled and keeps its thread (RSZ-07)", "[executor][resize]") {
+  Counter started;
+  std::atomic<int> cancelSeen{0};
+  Gate gate;
+  ThreadPoolExecutor pool(4, 4, 1ns, WorkQueue::synchronous());
+  StopOnExit stop(gate, pool);
+  for (int i = 0; i < 4; ++i) {
+    pool.execute([&](CancellationToken token) {
+      pool.setCorePoolSize(4);
+      pool.setCorePoolSize(1);
+      started.arrive();
+      gate.wait();
+      if (token.isCancellationRequested()) ++cancelSeen;
+    });
+  }
+  REQUIRE(started.waitFor(4));
+  CHECK(pool.stats().poolSize == 4u);  // all busy: nobody exits
+  CHECK(pool.stats().activeCount == 4u);
+  gate.open();
+  CHECK(eventually([&] { return pool.stats().poolSize == 1; }));
+  pool.shutdown();
+  REQUIRE(pool.awaitTermination(kLong));
+  CHECK(cancelSeen == 0);
+  checkTerminated(pool);
+}
+
+// ---- KA: keep-alive and core time-out ------------------------------------------
+
+TEST_CASE("idle threads above core exit after keepAliveTime and the pool stays at core (KA-01)",
+          "[executor][keepalive][timing]") {
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(2, 4, 20ms, WorkQueue::synchronous());
+  StopOnExit stop(gate, pool);
+  for (int i = 0; i < 4; ++i) {
+    pool.execute([&] {
+      started.arrive();
+      gate.wait();
+    });
+  }
+  REQUIRE(started.waitFor(4));
+  CHECK(pool.stats().poolSize == 4u);
+  CHECK(pool.corePoolSize() == 2u);
+  CHECK(pool.maximumPoolSize() == 4u);
+  gate.open();
+  REQUIRE(eventually([&] { return pool.stats().poolSize == 2; }));
+  std::this_thread::sleep_for(60ms);  // three more keep-alive periods
+  CHECK(pool.stats().poolSize == 2u);
+}
+
+TEST_CASE("a keepAliveTime of zero retires surplus threads as soon as they find no work",
+          "[executor][keepalive][timing]") {
+  Counter started;
+  Gate gate;
+  ThreadPoolExecutor pool(1, 3, 0ns, WorkQueue::synchronous());
+  StopOnExit stop(gate, pool);
+  for (int i = 0; i < 3; ++i) {
+    pool.execute([&] {
+      started.arrive();
+      gate.wait();
+    });
+  }
+  REQUIRE(started.waitFor(3));
+  gate.open();
+  CHECK(eventually([&] { return pool.stats().poolSize == 1; }));
+  CHECK(pool.submit([] { return 1; }).get() == 1);
+}
+
+TEST_CASE("core threads time out only with allowCoreThreadTimeOut (KA-02 KA-03)", "[executor][keepalive][timing]") {
+  const bool allow = GENERATE(true, false);
+  INFO("allowCoreThreadTimeOut " << allow);
+  ThreadPoolExecutor pool(2, 10, 10ms, WorkQueue::bounded(10));
+  CHECK_FALSE(pool.allowsCoreThreadTimeOut());
+  pool.allowCoreThreadTimeOut(allow);
+  CHECK(pool.allowsCoreThreadTimeOut() == allow);
+  CHECK(pool.submit([] { return 1; }).get() == 1);
+  if (allow) {
+    CHECK(eventually([&] { return pool.stats().poolSize == 0; }));
+    // A pool whose threads all timed out still runs new work.
+    CHECK(pool.submit([] { return 2; }).get() == 2);
+    CHECK(eventually([&] { return pool.stats().poolSize == 0; }));
+  } else {
+    std::this_thread::sleep_for(40ms);  // four keep-alive periods
+    CHECK(pool.stats().poolSize == 1u);
+  }
+}
+
+TEST_CASE("core time-out set in the options lets every core thread exit (KA-04)", "[executor][keepalive][timing]") {
+  Counter started;
+  Gate gate;
+  ThreadPoolOptions options;
+  options.corePoolSize = 4;
+  options.maximumPoolSize = 4;
+  options.keepAliveTime = 20ms;
+  options.allowCoreThreadTimeOut = true;
+  options.workQueue = WorkQueue::bounded(20);
+  ThreadPoolExecutor pool(std::move(options));
+  StopOnExit stop(gate, pool);
+  CHECK(pool.allowsCoreThreadTimeOut());
+  for (int i = 0; i < 4; ++i) {
+    pool.execute([&] {
+      started.arrive();
+      gate.wait();
+    });
+  }
+  REQUIRE(started.waitFor(4));
+  CHECK(pool.stats().poolSize == 4u);
+  const auto released = std::chrono::steady_clock::now();
+  gate.open();
+  REQUIRE(eventually([&] { return pool.stats().poolSize == 0; }));
+  CHECK(std::chrono::steady_clock::now() - released >= 20ms);
+  pool.shutdown();
+  CHECK(pool.isTerminated());  // no thread left: terminates inside shutdown()
+  CHECK(pool.allowsCoreThreadTimeOut());
+  checkTerminated(pool);
+}
+
+TEST_CASE("turning on core time-out shrinks an idle pool to zero threads (KA-05)", "[executor][keepalive][timing]") {
+  ThreadPoolExecutor pool(3, 3, 7ms, WorkQueue::bounded(10));
+  CHECK(pool.prestartAllCoreThreads() == 3u);
+  std::this_thread::sleep_for(30ms);  // core threads do not time out yet
+  CHECK(pool.stats().poolSize == 3u);
+  pool.allowCoreThreadTimeOut(true);
+  REQUIRE(eventually([&] { return pool.stats().poolSize == 0; }));
+  pool.shutdown();
+  CHECK(pool.isTerminated());
+  checkTerminated(pool);
+  CHECK(pool.stats().largestPoolSize == 3u);
+}
