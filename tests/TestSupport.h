@@ -17,9 +17,13 @@ namespace coexec::test {
 /// The limit for "eventually" (the JDK's LONG_DELAY_MS).
 inline constexpr std::chrono::milliseconds kLong{10'000};
 
-/// A one-shot gate: tasks wait() on it until the test open()s it. The
-/// destructor opens it, so a failed REQUIRE that unwinds the test releases
-/// every blocked task before the pool's destructor waits for them.
+/// A one-shot gate: tasks wait() on it until the test open()s it.
+///
+/// Declare the gate before the pool (so it outlives every task that waits on
+/// it) and open it before the pool's destructor runs, e.g. with a guard
+/// declared after the pool, so that a failed REQUIRE that unwinds the test
+/// releases every blocked task instead of hanging the destructor. The gate's
+/// own destructor opens it too, as a last resort.
 class Gate {
  public:
   Gate() = default;
