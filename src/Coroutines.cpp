@@ -4,13 +4,13 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
-#include <deque>
 #include <mutex>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "PoolImpl.h"
+#include "RingBuffer.h"
 #include "coexec/ResumeOn.h"
 #include "coexec/SyncWait.h"
 #include "coexec/ThreadPoolExecutor.h"
@@ -106,7 +106,7 @@ void checkSyncWaitAllowed() {
 struct RunLoop::State {
   std::mutex mutex;
   std::condition_variable wake;
-  std::deque<std::coroutine_handle<>> ready;  // guarded by mutex
+  RingBuffer<std::coroutine_handle<>> ready;  // guarded by mutex; no allocation in steady state
   bool finished = false;                      // guarded by mutex
 };
 
@@ -116,7 +116,7 @@ RunLoop::~RunLoop() { delete state_; }
 void RunLoop::post(std::coroutine_handle<> handle) noexcept {
   std::lock_guard lock(state_->mutex);
   try {
-    state_->ready.push_back(handle);
+    state_->ready.push(handle);
   } catch (...) {
     std::fputs("coexec: fatal: out of memory queueing a continuation for syncWait\n", stderr);
     std::terminate();
@@ -135,8 +135,7 @@ void RunLoop::run() {
   while (true) {
     state_->wake.wait(lock, [&] { return state_->finished || !state_->ready.empty(); });
     if (state_->ready.empty()) return;  // finished and nothing left
-    const std::coroutine_handle<> next = state_->ready.front();
-    state_->ready.pop_front();
+    const std::coroutine_handle<> next = state_->ready.pop();
     lock.unlock();
     resume(next);
     lock.lock();
