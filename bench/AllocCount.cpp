@@ -1,0 +1,115 @@
+// Heap allocations per operation on coexec, counted by a replacement global
+// operator new (every thread; coexec's frame recycler falls back to
+// ::operator new, so a block it cannot recycle is counted too). Each
+// measurement first runs the same operations once so that per-thread caches
+// are in their steady state, then counts over `ops` more.
+//
+// Usage as every bench binary: `bench_alloc alloc [runs] [scale]`.
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <new>
+
+#include <coexec/coexec.h>
+
+#include "Harness.h"
+
+namespace {
+std::atomic<std::uint64_t> gAllocations{0};
+
+void* countedAlloc(std::size_t size, std::size_t alignment) {
+  gAllocations.fetch_add(1, std::memory_order_relaxed);
+  if (size == 0) size = 1;
+  void* p = alignment <= alignof(std::max_align_t)
+                ? std::malloc(size)
+                : std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+void* operator new(std::size_t size) { return countedAlloc(size, 0); }
+void* operator new(std::size_t size, std::align_val_t a) { return countedAlloc(size, static_cast<std::size_t>(a)); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace {
+
+using namespace std::chrono_literals;
+using coexec::Future;
+using coexec::Task;
+using coexec::ThreadPoolExecutor;
+
+/// Allocations per op over `ops` operations of `body(ops)`, after one
+/// uncounted pass of `body(ops)`.
+template <class F>
+double allocationsPer(std::size_t ops, F&& body) {
+  body(ops);
+  const std::uint64_t before = gAllocations.load();
+  body(ops);
+  return static_cast<double>(gAllocations.load() - before) / static_cast<double>(ops);
+}
+
+/// `ops` execute()s of a callable of `Bytes` bytes (copies of one pointer).
+template <std::size_t Bytes>
+double perExecute(ThreadPoolExecutor& pool, std::size_t ops) {
+  bench::Countdown done;
+  return allocationsPer(ops, [&](std::size_t n) {
+    done.reset(n);
+    std::array<bench::Countdown*, Bytes / sizeof(void*)> capture;
+    capture.fill(&done);
+    static_assert(sizeof(capture) == Bytes);
+    for (std::size_t i = 0; i < n; ++i) pool.execute([capture] { capture.back()->hit(); });
+    done.wait();
+  });
+}
+
+Task<void> hops(ThreadPoolExecutor& pool, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) co_await coexec::resumeOn(pool);
+}
+
+Task<long> fib(ThreadPoolExecutor& pool, int n) {
+  if (n < 2) co_return n;
+  Future<long> a = pool.submit(fib(pool, n - 1));
+  Future<long> b = pool.submit(fib(pool, n - 2));
+  const long x = co_await a;
+  co_return x + co_await b;
+}
+
+std::size_t fibCalls(int n) { return n < 2 ? 1 : 1 + fibCalls(n - 1) + fibCalls(n - 2); }
+
+void allocations(bench::Run& run) {
+  ThreadPoolExecutor pool(2, 2, 60s, coexec::WorkQueue::unbounded());
+  pool.prestartAllCoreThreads();
+  const std::size_t ops = run.count(100'000);
+  constexpr auto lower = bench::Better::lower;
+  run.record("execute 8 B callable", "allocs/op", lower, perExecute<8>(pool, ops));
+  run.record("execute 48 B callable", "allocs/op", lower, perExecute<48>(pool, ops));
+  run.record("execute 64 B callable", "allocs/op", lower, perExecute<64>(pool, ops));
+  const std::size_t batches = (ops + 63) / 64;
+  run.record("submit + get", "allocs/op", lower, allocationsPer(batches * 64, [&](std::size_t n) {
+               for (std::size_t i = 0; i < n; i += 64) {
+                 std::array<Future<int>, 64> futures;
+                 for (auto& f : futures) f = pool.submit([] { return 1; });
+                 for (auto& f : futures) f.get();
+               }
+             }));
+  run.record("resumeOn hop", "allocs/op", lower,
+             allocationsPer(ops, [&](std::size_t n) { pool.submit(hops(pool, n)).get(); }));
+  const int depth = run.depth(20);
+  run.record("fib call (W4)", "allocs/op", lower, allocationsPer(fibCalls(depth), [&](std::size_t) {
+               if (pool.submit(fib(pool, depth)).get() <= 0) throw std::runtime_error("fib returned a wrong value");
+             }));
+}
+
+const bench::Workload kWorkloads[] = {
+    {"alloc", "global operator new calls per execute / submit / resumeOn hop / fib call", allocations},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) { return bench::main("coexec", kWorkloads, argc, argv); }

@@ -1,0 +1,615 @@
+#pragma once
+
+// The one harness every benchmark binary shares (STYLE.md, "Benchmarks").
+//
+// Measuring side (bench_coexec, bench_asio, bench_tbb): a binary is a table
+// of workloads; the harness parses `<workload|all|list|calibrate> [runs]
+// [scale]`, does a warm-up run (at a tenth of the scale), then `runs` runs,
+// and owns all timing: a workload only says what to time (Run::throughput,
+// perOp, duration, rounds, idleCpu). Each sample goes to stdout as CSV
+// (`impl,workload,metric,unit,better,value`) and a per-binary summary to
+// stderr. run.sh interleaves the binaries run by run.
+//
+// Reporting side (bench_report): reads every sample of a run.sh session and
+// prints the median and min-max per implementation, coexec's ratio to each
+// peer and the goals, as a readable table, a CSV, a markdown table and an
+// SVG chart.
+//
+// Under valgrind the warm-up is skipped and callgrind's counters are zeroed
+// at the start of the timed region and dumped at its end, so a callgrind
+// dump holds exactly the measured work.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <fmt/core.h>
+
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#define CALLGRIND_ZERO_STATS
+#define CALLGRIND_DUMP_STATS_AT(name)
+#endif
+
+namespace bench {
+
+using Clock = std::chrono::steady_clock;
+
+// ---- CPU work of a given length ---------------------------------------------
+
+/// A dependent multiply-add chain the compiler cannot fold: `iterations`
+/// steps of CPU work, no memory traffic, no clock reads.
+inline void burn(std::uint64_t iterations) noexcept {
+  std::uint64_t x = iterations;
+  for (std::uint64_t i = 0; i < iterations; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    asm volatile("" : "+r"(x));
+  }
+}
+
+/// Measures burn() iterations per microsecond on this thread (best of 7).
+inline double calibrateSpin() {
+  constexpr std::uint64_t kIterations = 1 << 20;
+  double best = std::numeric_limits<double>::max();
+  for (int i = 0; i < 7; ++i) {
+    auto t0 = Clock::now();
+    burn(kIterations);
+    best = std::min(best, std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  return kIterations / best;
+}
+
+/// burn() iterations per microsecond: $BENCH_SPIN_PER_US (run.sh calibrates
+/// once and hands the same value to every binary, so that every
+/// implementation does the same work), else calibrated in this process.
+inline double spinPerUs() {
+  static const double value = [] {
+    const char* env = std::getenv("BENCH_SPIN_PER_US");
+    return env != nullptr && std::atof(env) > 0 ? std::atof(env) : calibrateSpin();
+  }();
+  return value;
+}
+
+/// A task body of about `duration` of CPU work.
+class Work {
+ public:
+  explicit Work(std::chrono::nanoseconds duration)
+      : iterations_(static_cast<std::uint64_t>(spinPerUs() * static_cast<double>(duration.count()) / 1e3)) {}
+  void operator()() const noexcept { burn(iterations_); }
+
+ private:
+  std::uint64_t iterations_;
+};
+
+// ---- completion helpers shared by every implementation ----------------------
+
+/// Counts finished tasks down to zero; wait() blocks (futex, no spinning)
+/// until the last hit(). Memory ordering: wait() returns seeing everything
+/// each task wrote before its hit() (the acq_rel decrements form one release
+/// sequence that the last one acquires and republishes through done_).
+/// Declare it before the pool, so that the pool's threads are joined before
+/// it goes away.
+///
+/// Thread safety: hit() from any thread; reset() and wait() from the
+/// producer, reset() only while no task of the previous count is running.
+class Countdown {
+ public:
+  /// Never blocks.
+  void reset(std::size_t count) noexcept {
+    // Relaxed is enough: tasks see the new count through the pool's own
+    // hand-off, which happens after this.
+    left_.store(count, std::memory_order_relaxed);
+    done_.store(false, std::memory_order_relaxed);
+  }
+  /// Never blocks; the last hit() wakes the waiter.
+  void hit() noexcept {
+    if (left_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      done_.store(true, std::memory_order_release);
+      done_.notify_all();
+    }
+  }
+  /// Blocks until the count reaches zero.
+  void wait() const noexcept { done_.wait(false, std::memory_order_acquire); }
+
+ private:
+  alignas(64) std::atomic<std::size_t> left_{0};
+  alignas(64) std::atomic<bool> done_{false};
+};
+
+/// The in-flight gate the peers get in W5, in place of coexec's
+/// bounded(1024) queue with callerRuns(): at most `limit` tasks in flight,
+/// else the (single) producer runs the task itself.
+///
+/// Thread safety: tryEnter() from the one producer, leave() from any thread.
+/// Memory ordering: relaxed throughout: the gate is only a count, no data
+/// passes through it (the pool and Countdown publish the tasks' effects).
+class Gate {
+ public:
+  explicit Gate(std::size_t limit) noexcept : limit_(limit) {}
+  /// Producer only. True: the task may be handed to the pool (call leave()
+  /// when it finishes); false: run it in the producer.
+  bool tryEnter() noexcept {
+    if (inFlight_.load(std::memory_order_relaxed) >= limit_) return false;
+    inFlight_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  void leave() noexcept { inFlight_.fetch_sub(1, std::memory_order_relaxed); }
+
+ private:
+  std::size_t limit_;
+  alignas(64) std::atomic<std::size_t> inFlight_{0};
+};
+
+/// True on the thread that runs the workload (the producer): a task that
+/// sees it was run by the caller.
+inline bool& isProducer() noexcept {
+  thread_local bool value = false;
+  return value;
+}
+
+// ---- statistics ---------------------------------------------------------------
+
+enum class Better { higher, lower, none };
+
+inline std::string_view toString(Better better) {
+  return better == Better::higher ? "higher" : better == Better::lower ? "lower" : "none";
+}
+inline Better parseBetter(std::string_view text) {
+  return text == "higher" ? Better::higher : text == "lower" ? Better::lower : Better::none;
+}
+
+struct Stat {
+  double median = 0, min = 0, max = 0;
+  std::size_t count = 0;
+};
+
+/// Nearest-rank percentile, p in [0, 1]. `values` must not be empty.
+inline double percentile(std::vector<double> values, double p) {
+  std::sort(values.begin(), values.end());
+  auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(values.size())));
+  return values[std::clamp<std::size_t>(rank, 1, values.size()) - 1];
+}
+
+inline Stat summarize(std::vector<double> values) {
+  Stat s;
+  if (values.empty()) return s;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  s.median = n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  s.min = values.front();
+  s.max = values.back();
+  s.count = n;
+  return s;
+}
+
+/// A number in 3-4 significant digits.
+inline std::string num(double v) {
+  if (v == 0) return "0";
+  const double a = std::fabs(v);
+  return a >= 1000 ? fmt::format("{:.0f}", v) : a >= 100 ? fmt::format("{:.1f}", v) : a >= 10 ? fmt::format("{:.2f}", v)
+                                                       : a >= 0.01 ? fmt::format("{:.3f}", v) : fmt::format("{:.2g}", v);
+}
+
+inline std::string cell(const Stat& s) {
+  if (s.count == 0) return "-";
+  if (s.count == 1) return num(s.median);
+  return fmt::format("{} [{}-{}]", num(s.median), num(s.min), num(s.max));
+}
+
+// ---- one run of one workload --------------------------------------------------
+
+struct Sample {
+  std::string impl, workload, metric, unit;
+  Better better;
+  double value;
+};
+
+/// What a workload body gets: the scale, and the timers. Each timer runs its
+/// body once, on the calling thread, and records the metric it names; the
+/// body blocks until its work is done (the timer measures wall time).
+///
+/// Thread safety: one thread (the producer) uses a Run.
+class Run {
+ public:
+  Run(std::string_view workload, double scale) : workload_(workload), scale_(scale) {}
+
+  [[nodiscard]] double scale() const noexcept { return scale_; }
+  /// `base` scaled, at least 1.
+  [[nodiscard]] std::size_t count(std::size_t base) const noexcept {
+    return std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(static_cast<double>(base) * scale_)));
+  }
+  /// A recursion depth whose work (~phi^depth) scales like `count`.
+  [[nodiscard]] int depth(int base) const noexcept {
+    return std::max(2, base + static_cast<int>(std::lround(std::log(scale_) / std::log(1.618))));
+  }
+
+  /// Times `body` and returns seconds. Under valgrind, this region alone is
+  /// what callgrind dumps.
+  template <class F>
+  double timed(F&& body) {
+    CALLGRIND_ZERO_STATS;
+    const auto start = Clock::now();
+    body();
+    const auto stop = Clock::now();
+    CALLGRIND_DUMP_STATS_AT("measured");
+    return std::chrono::duration<double>(stop - start).count();
+  }
+  /// `ops` operations in `body`: records millions of ops per second.
+  template <class F>
+  void throughput(std::string_view metric, std::string_view unit, double ops, F&& body) {
+    record(metric, unit, Better::higher, ops / timed(body) / 1e6);
+  }
+  /// `ops` sequential operations in `body`: records nanoseconds per op.
+  template <class F>
+  void perOp(std::string_view metric, double ops, F&& body) {
+    record(metric, "ns", Better::lower, timed(body) * 1e9 / ops);
+  }
+  /// Records how long `body` takes, in milliseconds.
+  template <class F>
+  void duration(std::string_view metric, F&& body) {
+    record(metric, "ms", Better::lower, timed(body) * 1e3);
+  }
+  /// Runs `round` `rounds` times: records rounds per second and the p50 and
+  /// p99 round latency.
+  template <class F>
+  void rounds(std::size_t rounds, F&& round) {
+    std::vector<double> latencies(rounds);
+    const double seconds = timed([&] {
+      for (auto& latency : latencies) {
+        const auto start = Clock::now();
+        round();
+        latency = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+      }
+    });
+    record("rounds/s", "k/s", Better::higher, static_cast<double>(rounds) / seconds / 1e3);
+    record("round p50", "us", Better::lower, percentile(latencies, 0.50));
+    record("round p99", "us", Better::lower, percentile(latencies, 0.99));
+  }
+  /// Lets the process settle for `settle` (a pool's spin window), then
+  /// sleeps `2 s x scale` and records the process CPU time it used meanwhile,
+  /// in percent of one core.
+  void idleCpu(std::chrono::milliseconds settle = std::chrono::milliseconds(200)) {
+    std::this_thread::sleep_for(settle);
+    const auto window = std::chrono::duration<double>(2.0 * scale_);
+    const double cpu0 = processCpuSeconds();
+    std::this_thread::sleep_for(window);
+    record("idle CPU", "% core", Better::lower, 100.0 * (processCpuSeconds() - cpu0) / window.count());
+  }
+
+  void record(std::string_view metric, std::string_view unit, Better better, double value) {
+    samples_.push_back(Sample{{}, std::string(workload_), std::string(metric), std::string(unit), better, value});
+  }
+  [[nodiscard]] const std::vector<Sample>& samples() const noexcept { return samples_; }
+
+ private:
+  static double processCpuSeconds() {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+  }
+
+  std::string_view workload_;
+  double scale_;
+  std::vector<Sample> samples_;
+};
+
+struct Workload {
+  std::string_view name;
+  std::string_view description;
+  std::function<void(Run&)> body;
+};
+
+/// The main() of a measuring binary: `<workload|all|list|calibrate> [runs=5]
+/// [scale=1]`. Samples go to stdout as CSV, a summary to stderr.
+inline int main(std::string_view impl, std::span<const Workload> workloads, int argc, char** argv) {
+  const std::string_view which = argc > 1 ? argv[1] : "list";
+  const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
+  const double scale = argc > 3 ? std::atof(argv[3]) : 1.0;
+  if (which == "calibrate") {
+    fmt::print("{:.3f}\n", calibrateSpin());
+    return 0;
+  }
+  if (which == "list") {
+    for (const auto& w : workloads) fmt::print("{:<9} {}\n", w.name, w.description);
+    return 0;
+  }
+  if (runs < 1 || !(scale > 0)) {
+    fmt::print(stderr, "usage: {} <workload|all|list|calibrate> [runs=5] [scale=1]\n", argv[0]);
+    return 2;
+  }
+  const bool warmUp = RUNNING_ON_VALGRIND == 0 && std::getenv("BENCH_NO_WARMUP") == nullptr;
+  isProducer() = true;
+  bool found = false;
+  for (const auto& w : workloads) {
+    if (which != "all" && which != w.name) continue;
+    found = true;
+    try {
+      if (warmUp) {
+        Run warm(w.name, scale / 10);
+        w.body(warm);
+      }
+      std::map<std::string, std::vector<double>> byMetric;
+      std::vector<std::string> order;
+      for (int r = 0; r < runs; ++r) {
+        Run run(w.name, scale);
+        w.body(run);
+        for (const auto& s : run.samples()) {
+          fmt::print("{},{},{},{},{},{:.6g}\n", impl, s.workload, s.metric, s.unit, toString(s.better), s.value);
+          if (byMetric[s.metric + " (" + s.unit + ")"].empty()) order.push_back(s.metric + " (" + s.unit + ")");
+          byMetric[s.metric + " (" + s.unit + ")"].push_back(s.value);
+        }
+      }
+      std::fflush(stdout);
+      for (const auto& m : order) fmt::print(stderr, "{:<7} {:<9} {:<34} {}\n", impl, w.name, m, cell(summarize(byMetric[m])));
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "{} {}: failed: {}\n", impl, w.name, e.what());
+      return 1;
+    }
+  }
+  if (!found) {
+    fmt::print(stderr, "{}: no workload named '{}' (try 'list')\n", impl, which);
+    return 2;
+  }
+  return 0;
+}
+
+// ---- reporting: every sample of a session -> table, CSV, markdown, SVG ---------
+
+/// A goal from the issue, checked on medians. `against` is a peer ("asio",
+/// "tbb"): the value is coexec's ratio to it; another workload name: the
+/// ratio of coexec's same metric there; empty: coexec's own value. Met when
+/// lo <= value <= hi.
+struct Goal {
+  std::string workload, metric, against;
+  double lo, hi;
+  std::string text;
+};
+
+namespace detail {
+
+struct Row {
+  std::string workload, metric, unit;
+  Better better = Better::none;
+  std::map<std::string, std::vector<double>> values;  // impl -> samples
+};
+
+inline std::vector<std::string> splitCsv(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string field; std::getline(in, field, ',');) out.push_back(field);
+  return out;
+}
+
+/// "3.10x better" / "0.80x worse" for coexec / peer.
+inline std::string ratioCell(const Row& row, const std::string& subject, const std::string& peer) {
+  const Stat a = summarize(row.values.count(subject) ? row.values.at(subject) : std::vector<double>{});
+  const Stat b = summarize(row.values.count(peer) ? row.values.at(peer) : std::vector<double>{});
+  if (a.count == 0 || b.count == 0 || b.median == 0) return "-";
+  const double r = a.median / b.median;
+  if (row.better == Better::none) return "-";
+  if (r == 1) return "1x";
+  const bool better = (row.better == Better::higher) == (r > 1);
+  return fmt::format("{}x {}", num(r), better ? "better" : "worse");
+}
+
+inline std::string xmlEscape(std::string_view s) {
+  std::string out;
+  for (char c : s) out += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : std::string(1, c);
+  return out;
+}
+
+}  // namespace detail
+
+/// `bench_report <samples.csv> <results.csv> <latest.md> <latest.svg>`.
+/// samples.csv: `run,impl,workload,metric,unit,better,value` with a header.
+/// $BENCH_MACHINE and $BENCH_COMMAND go into the markdown.
+inline int reportMain(int argc, char** argv, const std::vector<Goal>& goals) {
+  if (argc != 5) {
+    fmt::print(stderr, "usage: {} <samples.csv> <results.csv> <latest.md> <latest.svg>\n", argv[0]);
+    return 2;
+  }
+  std::ifstream in(argv[1]);
+  if (!in) {
+    fmt::print(stderr, "cannot read {}\n", argv[1]);
+    return 1;
+  }
+  std::vector<detail::Row> rows;
+  std::vector<std::string> impls;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    const auto f = detail::splitCsv(line);
+    if (f.size() != 7) continue;
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const detail::Row& r) { return r.workload == f[2] && r.metric == f[3]; });
+    if (it == rows.end()) it = rows.insert(rows.end(), detail::Row{f[2], f[3], f[4], parseBetter(f[5]), {}});
+    it->values[f[1]].push_back(std::atof(f[6].c_str()));
+    if (std::find(impls.begin(), impls.end(), f[1]) == impls.end()) impls.push_back(f[1]);
+  }
+  const std::string subject = "coexec";
+  std::vector<std::string> peers;
+  for (const auto& i : impls)
+    if (i != subject) peers.push_back(i);
+  std::sort(impls.begin(), impls.end(), [&](const auto& a, const auto& b) { return (a == subject) > (b == subject); });
+
+  auto stat = [](const detail::Row& r, const std::string& impl) {
+    return summarize(r.values.count(impl) ? r.values.at(impl) : std::vector<double>{});
+  };
+  auto direction = [](Better b) { return b == Better::higher ? "higher" : b == Better::lower ? "lower" : "-"; };
+
+  // Readable table (stdout) and markdown.
+  std::vector<std::string> header{"workload", "metric", "unit", "better"};
+  for (const auto& i : impls) header.push_back(i + " median [min-max]");
+  for (const auto& p : peers) header.push_back(subject + "/" + p);
+  std::vector<std::vector<std::string>> table{header};
+  for (const auto& r : rows) {
+    std::vector<std::string> t{r.workload, r.metric, r.unit, direction(r.better)};
+    for (const auto& i : impls) t.push_back(cell(stat(r, i)));
+    for (const auto& p : peers) t.push_back(detail::ratioCell(r, subject, p));
+    table.push_back(std::move(t));
+  }
+  std::vector<std::size_t> width(header.size(), 0);
+  for (const auto& t : table)
+    for (std::size_t c = 0; c < t.size(); ++c) width[c] = std::max(width[c], t[c].size());
+  const std::string legend = fmt::format(
+      "ratio = {0} median / peer median; 'better' column: higher = more is better (ratio > 1 favours {0}), "
+      "lower = less is better (ratio < 1 favours {0}); the word after the ratio says which way it went.",
+      subject);
+  fmt::print("\n{}\n\n", legend);
+  for (const auto& t : table) {
+    for (std::size_t c = 0; c < t.size(); ++c) fmt::print("{:<{}}  ", t[c], width[c]);
+    fmt::print("\n");
+  }
+
+  // Goals.
+  std::vector<std::string> goalLines;
+  for (const auto& g : goals) {
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.workload == g.workload && r.metric == g.metric; });
+    if (it == rows.end()) {
+      goalLines.push_back(fmt::format("n/a  {} (no data)", g.text));
+      continue;
+    }
+    const Stat own = stat(*it, subject);
+    double value = own.median;
+    std::string what = fmt::format("{} {}", num(own.median), it->unit);
+    if (!g.against.empty()) {
+      const detail::Row* other = &*it;
+      std::string impl = g.against;
+      if (std::find(impls.begin(), impls.end(), g.against) == impls.end()) {  // another workload of coexec
+        auto o = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.workload == g.against && r.metric == g.metric; });
+        other = o == rows.end() ? nullptr : &*o;
+        impl = subject;
+      }
+      const Stat ref = other != nullptr ? stat(*other, impl) : Stat{};
+      if (own.count == 0 || ref.count == 0 || ref.median == 0) {
+        goalLines.push_back(fmt::format("n/a  {} (no data)", g.text));
+        continue;
+      }
+      value = own.median / ref.median;
+      what = fmt::format("ratio {}", num(value));
+    } else if (own.count == 0) {
+      goalLines.push_back(fmt::format("n/a  {} (no data)", g.text));
+      continue;
+    }
+    goalLines.push_back(fmt::format("{}  {}: {}", g.lo <= value && value <= g.hi ? "MET " : "MISS", g.text, what));
+  }
+  if (!goalLines.empty()) {
+    fmt::print("\nGoals (issue 4), on medians:\n");
+    for (const auto& g : goalLines) fmt::print("  {}\n", g);
+  }
+
+  // results.csv: one row per metric, every implementation's statistics.
+  {
+    std::ofstream csv(argv[2]);
+    csv << "workload,metric,unit,better";
+    for (const auto& i : impls) csv << fmt::format(",{0}_median,{0}_min,{0}_max,{0}_runs", i);
+    for (const auto& p : peers) csv << fmt::format(",{}_over_{}", subject, p);
+    csv << "\n";
+    for (const auto& r : rows) {
+      csv << fmt::format("{},{},{},{}", r.workload, r.metric, r.unit, toString(r.better));
+      for (const auto& i : impls) {
+        const Stat s = stat(r, i);
+        csv << (s.count ? fmt::format(",{:.6g},{:.6g},{:.6g},{}", s.median, s.min, s.max, s.count) : std::string(",,,,0"));
+      }
+      for (const auto& p : peers) {
+        const Stat a = stat(r, subject), b = stat(r, p);
+        csv << (a.count && b.count && b.median != 0 && r.better != Better::none ? fmt::format(",{:.6g}", a.median / b.median) : std::string(","));
+      }
+      csv << "\n";
+    }
+  }
+
+  // latest.md
+  {
+    std::ofstream md(argv[3]);
+    const char* machine = std::getenv("BENCH_MACHINE");
+    const char* command = std::getenv("BENCH_COMMAND");
+    md << "# coexec benchmarks: latest run\n\n";
+    if (machine != nullptr) md << "Machine: " << machine << "  \n";
+    if (command != nullptr) md << "Command: `" << command << "`  \n";
+    md << "\n" << legend << "\n\n";
+    for (std::size_t t = 0; t < table.size(); ++t) {
+      md << "|";
+      for (const auto& c : table[t]) md << " " << c << " |";
+      md << "\n";
+      if (t == 0) {
+        md << "|";
+        for (std::size_t c = 0; c < table[t].size(); ++c) md << (c < 4 ? "---|" : "--:|");
+        md << "\n";
+      }
+    }
+    if (!goalLines.empty()) {
+      md << "\nGoals (issue 4), on medians:\n\n";
+      for (const auto& g : goalLines) md << "- " << g << "\n";
+    }
+    md << "\n![chart](latest.svg)\n";
+  }
+
+  // latest.svg: per metric, each implementation's performance relative to the
+  // best one (1.0 = best; higher-is-better metrics as value / best,
+  // lower-is-better ones as best / value), labelled with the median.
+  {
+    std::vector<const detail::Row*> charted;
+    for (const auto& r : rows)
+      if (r.better != Better::none && r.values.size() > 1) charted.push_back(&r);
+    const int labelW = 250, barW = 520, barH = 13, rowGap = 12, top = 64;
+    const int rowH = static_cast<int>(impls.size()) * barH + rowGap;
+    const int height = top + static_cast<int>(charted.size()) * rowH + 20;
+    const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"};
+    std::ofstream svg(argv[4]);
+    svg << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)",
+                       labelW + barW + 110, height)
+        << "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+        << "<text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">coexec vs peers: performance relative to the best "
+           "(longer is better), medians</text>\n";
+    for (std::size_t i = 0; i < impls.size(); ++i)
+      svg << fmt::format(R"(<rect x="{}" y="30" width="12" height="12" fill="{}"/><text x="{}" y="40">{}</text>)", 10 + i * 110,
+                         colors[i % 5], 26 + i * 110, detail::xmlEscape(impls[i]))
+          << "\n";
+    for (std::size_t k = 0; k < charted.size(); ++k) {
+      const auto& r = *charted[k];
+      const int y = top + static_cast<int>(k) * rowH;
+      std::vector<double> med;
+      for (const auto& i : impls) med.push_back(stat(r, i).count ? stat(r, i).median : std::nan(""));
+      double best = r.better == Better::higher ? 0 : std::numeric_limits<double>::max();
+      for (double m : med)
+        if (!std::isnan(m) && m > 0) best = r.better == Better::higher ? std::max(best, m) : std::min(best, m);
+      svg << fmt::format(R"(<text x="{}" y="{}" text-anchor="end">{} {} ({}, {})</text>)", labelW - 6,
+                         y + static_cast<int>(impls.size()) * barH / 2 + 4,
+                         detail::xmlEscape(r.workload), detail::xmlEscape(r.metric), detail::xmlEscape(r.unit),
+                         direction(r.better))
+          << "\n";
+      for (std::size_t i = 0; i < impls.size(); ++i) {
+        if (std::isnan(med[i])) continue;
+        const double rel = med[i] <= 0 ? (r.better == Better::lower ? 1.0 : 0.0)
+                                       : r.better == Better::higher ? med[i] / best : best / med[i];
+        const int w = std::max(1, static_cast<int>(rel * barW));
+        const int by = y + static_cast<int>(i) * barH;
+        svg << fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="{}"/><text x="{}" y="{}">{}</text>)", labelW,
+                           by, w, barH - 2, colors[i % 5], labelW + w + 4, by + barH - 3, num(med[i]))
+            << "\n";
+      }
+    }
+    svg << "</svg>\n";
+  }
+  return 0;
+}
+
+}  // namespace bench

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Runs the coexec benchmarks against asio::thread_pool and oneTBB and reports
+# them side by side (make bench). Usage: bench/run.sh [build-dir]
+# (default build/release, configured with -DCOEXEC_BUILD_BENCH=ON and built).
+#
+# Each workload runs BENCH_RUNS times per implementation, interleaved (run 1
+# of coexec, asio, tbb, then run 2, ..., the order rotated each run); every
+# binary does its own warm-up. Then: heap allocations per operation on
+# coexec (bench_alloc), the idle CPU of each pool, callgrind instructions per
+# task for W1 with 1 worker (skipped with a note without valgrind), and the
+# report: the table on stdout, <build>/bench/results.csv (per-metric
+# statistics; samples.csv holds every sample), docs/perf/latest.md and
+# docs/perf/latest.svg.
+#
+# Environment: BENCH_RUNS (default 5), BENCH_SCALE (default 1: the issue's
+# sizes), BENCH_WORKLOADS (default "W1.1 W1.2 W2 W3.coro W3.chain W4 W5"),
+# BENCH_CALLGRIND=0 to skip callgrind, BENCH_TIMEOUT (seconds per binary run,
+# default 120).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build/release}
+[[ $build == /* ]] || build=$root/$build
+bin=$build/bench
+runs=${BENCH_RUNS:-5}
+scale=${BENCH_SCALE:-1}
+read -r -a workloads <<<"${BENCH_WORKLOADS:-W1.1 W1.2 W2 W3.coro W3.chain W4 W5}"
+limit=${BENCH_TIMEOUT:-120}
+impls=(coexec asio tbb)
+
+for b in coexec asio tbb alloc report; do
+  if [[ ! -x $bin/bench_$b ]]; then
+    echo "run.sh: $bin/bench_$b is missing: configure with -DCOEXEC_BUILD_BENCH=ON and build first" >&2
+    exit 1
+  fi
+done
+
+samples=$bin/samples.csv
+log=$bin/bench.log
+mkdir -p "$root/docs/perf"
+echo "run,impl,workload,metric,unit,better,value" >"$samples"
+: >"$log"
+failures=0
+start=$SECONDS
+
+# One binary run: `measure RUN IMPL-BINARY IMPL WORKLOAD RUNS SCALE`; samples
+# get the run number in front, stderr goes to the log.
+measure() {
+  local run=$1 binary=$2 impl=$3
+  shift 3
+  local out
+  if out=$(timeout "$limit" "$bin/bench_$binary" "$@" 2>>"$log"); then
+    if [[ -n $out ]]; then sed "s/^/$run,/" <<<"$out" >>"$samples"; fi
+  else
+    echo "  warning: $impl $1 (run $run) failed or timed out; see $log"
+    failures=$((failures + 1))
+  fi
+}
+
+# The same CPU work per task in every binary.
+BENCH_SPIN_PER_US=$("$bin/bench_coexec" calibrate)
+export BENCH_SPIN_PER_US
+echo "coexec benchmarks: ${runs} interleaved runs per implementation, scale ${scale}, $(nproc) cores"
+echo "  (burn loop: ${BENCH_SPIN_PER_US} iterations/us; raw samples: $samples, log: $log)"
+
+for w in "${workloads[@]}"; do
+  t0=$SECONDS
+  for ((r = 1; r <= runs; r++)); do
+    for ((k = 0; k < ${#impls[@]}; k++)); do
+      impl=${impls[$(((r + k) % ${#impls[@]}))]}
+      measure "$r" "$impl" "$impl" "$w" 1 "$scale"
+    done
+  done
+  printf '  %-9s %3d s\n' "$w" $((SECONDS - t0))
+done
+
+t0=$SECONDS
+for impl in "${impls[@]}"; do measure 1 "$impl" "$impl" idle 1 "$scale"; done
+measure 1 alloc coexec alloc 1 "$scale"
+printf '  %-9s %3d s\n' "idle+alloc" $((SECONDS - t0))
+
+# Callgrind: instructions per task for W1 with 1 worker, 100,000 tasks (the
+# harness zeroes the counters at the start of the timed region and dumps them
+# at its end; no warm-up under valgrind). Two figures: all threads (submit,
+# hand-off, the task, and whatever the workers spin; valgrind runs one thread
+# at a time, which inflates spinning) and the producer thread alone (the
+# submit path).
+if [[ ${BENCH_CALLGRIND:-1} == 0 ]]; then
+  echo "  callgrind: skipped (BENCH_CALLGRIND=0)"
+elif ! command -v valgrind >/dev/null; then
+  echo "  callgrind: skipped: valgrind is not installed (make bench-deps installs it)"
+else
+  t0=$SECONDS
+  cg=$bin/callgrind
+  rm -rf "$cg"
+  mkdir -p "$cg"
+  cgScale=$(awk -v s="$scale" 'BEGIN { print 0.1 * s }')
+  tasks=$(awk -v s="$cgScale" 'BEGIN { n = int(1000000 * s + 0.5); print (n < 1 ? 1 : n) }')
+  irOf() { sed -n 's/^summary: *//p' "$1" 2>/dev/null | head -n 1; }
+  for impl in "${impls[@]}"; do
+    for mode in all producer; do
+      threads=no
+      dump=$cg/$impl-$mode.out.1
+      if [[ $mode == producer ]]; then
+        threads=yes
+        dump=$cg/$impl-$mode.out.1-01
+      fi
+      if timeout $((limit * 3)) valgrind --tool=callgrind --separate-threads=$threads \
+        --callgrind-out-file="$cg/$impl-$mode.out" "$bin/bench_$impl" W1.1 1 "$cgScale" >/dev/null 2>>"$log" &&
+        ir=$(irOf "$dump") && [[ -n $ir ]]; then
+        echo "0,$impl,W1.1 callgrind,Ir/task ($mode),instr,lower,$(awk -v ir="$ir" -v n="$tasks" 'BEGIN { printf "%.1f", ir / n }')" >>"$samples"
+      else
+        echo "  warning: callgrind on $impl ($mode) failed; see $log"
+        failures=$((failures + 1))
+      fi
+    done
+  done
+  printf '  %-9s %3d s\n' "callgrind" $((SECONDS - t0))
+fi
+
+BENCH_MACHINE="$(lscpu | sed -n 's/^Model name: *//p' | head -n 1), $(nproc) cores, $(uname -sr), $(g++ --version 2>/dev/null | head -n 1), $(date -u '+%Y-%m-%d %H:%M UTC')"
+BENCH_COMMAND="make bench (bench/run.sh $(realpath --relative-to="$root" "$build"); BENCH_RUNS=$runs BENCH_SCALE=$scale)"
+export BENCH_MACHINE BENCH_COMMAND
+"$bin/bench_report" "$samples" "$bin/results.csv" "$root/docs/perf/latest.md" "$root/docs/perf/latest.svg" |
+  tee "$bin/report.txt"
+{
+  echo
+  echo "## Workloads"
+  for impl in "${impls[@]}"; do
+    echo
+    echo "$impl:"
+    echo
+    "$bin/bench_$impl" list | sed 's/^\([^ ]*\) *\(.*\)$/- `\1`: \2/'
+  done
+  echo
+  echo "- \`alloc\`: global operator new calls per operation on coexec (bench_alloc, counting operator new);"
+  echo "- \`W1.1 callgrind\`: callgrind instructions per task, W1 with 1 worker and 100,000 tasks, over the timed region."
+} >>"$root/docs/perf/latest.md"
+echo
+echo "Machine: $BENCH_MACHINE"
+echo "Wrote $bin/results.csv, $samples, docs/perf/latest.md, docs/perf/latest.svg ($((SECONDS - start)) s in all)"
+if ((failures > 0)); then
+  echo "run.sh: $failures benchmark run(s) failed; see $log" >&2
+  exit 1
+fi
