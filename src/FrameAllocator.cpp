@@ -1,139 +1,183 @@
 #include "coexec/detail/FrameAllocator.h"
 
 #include <array>
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <new>
+#include <vector>
 
 namespace coexec::detail {
 namespace {
 
-// Blocks are recycled through a per-thread cache of free lists (no
-// synchronisation) backed by a process-wide depot that moves whole batches
-// between threads. A frame is often allocated on one thread and freed on
-// another (a coroutine started on a worker and finished on the caller): the
-// freeing thread's list overflows into the depot, and the allocating thread's
-// empty list refills from it, so steady-state traffic between threads never
-// reaches the global allocator.
+// Every block carries a small header naming the cache that allocated it. A
+// block freed on its own thread goes back to that thread's free list; a block
+// freed on another thread (a frame started on a worker and finished by the
+// caller, a task state created by a producer and dropped by a worker) is
+// pushed onto its owner's lock-free "returned" stack, which the owner drains
+// when its list runs dry. So blocks always flow back to the thread that needs
+// them and steady-state traffic between threads never reaches the global
+// allocator, whatever the mix of threads that free them.
+//
+// Caches are never destroyed: when a thread exits, its cache is parked and
+// the next new thread adopts it (with whatever was returned to it meanwhile),
+// so a late cross-thread free can always reach its owner.
 
-constexpr std::size_t kMinClassShift = 6;   // 64 bytes
+constexpr std::size_t kMinClassShift = 6;   // 64-byte blocks, header included
 constexpr std::size_t kMaxClassShift = 12;  // 4 KiB
 constexpr std::size_t kClasses = kMaxClassShift - kMinClassShift + 1;
-constexpr std::size_t kBatch = FrameAllocator::kMaxCachedPerClass / 2;
-constexpr std::size_t kMaxDepotBatches = 256;
+constexpr std::size_t kHeader = 16;  // keeps the payload aligned to 16 (max_align_t)
+
+struct Cache;
+
+struct alignas(16) Header {
+  Cache* owner;        // null: from the global allocator, freed to it
+  std::uint32_t cls;   // size class, or kClasses for a large block
+  std::uint32_t unused;
+};
+static_assert(sizeof(Header) == kHeader);
 
 struct FreeBlock {
   FreeBlock* next;
-  FreeBlock* nextBatch;  // only in the first block of a batch in the depot
 };
 
-/// Index of the smallest class that holds `size`, or kClasses if none does.
 std::size_t classOf(std::size_t size) noexcept {
   std::size_t shift = kMinClassShift;
   while (shift <= kMaxClassShift && (std::size_t{1} << shift) < size) ++shift;
   return shift - kMinClassShift;
 }
 
-void freeChain(FreeBlock* block) noexcept {
-  while (block) {
-    FreeBlock* next = block->next;
-    ::operator delete(block);
-    block = next;
-  }
-}
+struct Cache {
+  // Touched only by the owning thread.
+  std::array<FreeBlock*, kClasses> heads{};
+  std::array<std::size_t, kClasses> counts{};
+  // Blocks other threads freed; pushed by anyone, taken whole by the owner.
+  std::array<std::atomic<FreeBlock*>, kClasses> returned{};
 
-/// Batches of kBatch free blocks per class, shared by all threads.
-class Depot {
- public:
-  /// Takes a chain of exactly kBatch blocks; false if the depot is full.
-  bool put(std::size_t c, FreeBlock* batch) noexcept {
-    std::lock_guard lock(mutex_);
-    if (counts_[c] >= kMaxDepotBatches) return false;
-    batch->nextBatch = batches_[c];
-    batches_[c] = batch;
-    ++counts_[c];
-    return true;
+  void pushReturned(std::size_t c, FreeBlock* block) noexcept {
+    FreeBlock* head = returned[c].load(std::memory_order_relaxed);
+    do {
+      block->next = head;
+      // release: the owner that takes the stack sees `next` and the block.
+    } while (!returned[c].compare_exchange_weak(head, block, std::memory_order_release, std::memory_order_relaxed));
   }
-  /// A chain of kBatch blocks, or null.
-  FreeBlock* take(std::size_t c) noexcept {
-    std::lock_guard lock(mutex_);
-    FreeBlock* batch = batches_[c];
-    if (batch) {
-      batches_[c] = batch->nextBatch;
-      --counts_[c];
+  /// Moves the returned blocks of class `c` to the local list.
+  void reclaim(std::size_t c) noexcept {
+    FreeBlock* block = returned[c].exchange(nullptr, std::memory_order_acquire);
+    while (block) {
+      FreeBlock* next = block->next;
+      block->next = heads[c];
+      heads[c] = block;
+      ++counts[c];
+      block = next;
     }
-    return batch;
+  }
+};
+
+/// Caches of exited threads, waiting to be adopted.
+class ParkedCaches {
+ public:
+  void park(Cache* cache) {
+    std::lock_guard lock(mutex_);
+    parked_.push_back(cache);
+  }
+  Cache* adopt() {
+    std::lock_guard lock(mutex_);
+    if (parked_.empty()) return nullptr;
+    Cache* cache = parked_.back();
+    parked_.pop_back();
+    return cache;
   }
 
  private:
   std::mutex mutex_;
-  std::array<FreeBlock*, kClasses> batches_{};  // guarded by mutex_
-  std::array<std::size_t, kClasses> counts_{};  // guarded by mutex_
+  std::vector<Cache*> parked_;
 };
 
-Depot& depot() noexcept {
-  static Depot* instance = new Depot;  // never destroyed: threads may free blocks during static destruction
+ParkedCaches& parkedCaches() {
+  static ParkedCaches* instance = new ParkedCaches;  // never destroyed: threads exit during static destruction
   return *instance;
 }
 
-// Set once this thread's cache is destroyed (thread exit): blocks freed after
-// that go straight to the global allocator. Trivially destructible on purpose.
+// Set once this thread's cache is parked (thread exit): later allocations on
+// this thread come from the global allocator. Trivially destructible.
 thread_local bool cacheGone = false;
 
 struct ThreadCache {
-  std::array<FreeBlock*, kClasses> heads{};
-  std::array<std::size_t, kClasses> counts{};
-
-  /// Moves kBatch blocks from the local list to the depot (or frees them).
-  void spill(std::size_t c) noexcept {
-    FreeBlock* batch = heads[c];
-    FreeBlock* last = batch;
-    for (std::size_t i = 1; i < kBatch; ++i) last = last->next;
-    heads[c] = last->next;
-    counts[c] -= kBatch;
-    last->next = nullptr;
-    if (!depot().put(c, batch)) freeChain(batch);
+  Cache* cache = nullptr;
+  Cache& get() {
+    if (!cache) {
+      cache = parkedCaches().adopt();
+      if (!cache) cache = new Cache;
+    }
+    return *cache;
   }
-
   ~ThreadCache() {
     cacheGone = true;
-    for (std::size_t c = 0; c < kClasses; ++c) {
-      while (counts[c] >= kBatch) spill(c);  // leave full batches for other threads
-      freeChain(heads[c]);
+    if (cache) {
+      try {
+        parkedCaches().park(cache);
+      } catch (...) {
+        // Out of memory while exiting: the cache (and its blocks) stay reachable
+        // by nobody; the blocks were memory the process already had.
+      }
     }
   }
 };
 
-thread_local ThreadCache cache;
+thread_local ThreadCache threadCache;
+
+void* payloadOf(Header* header) noexcept { return reinterpret_cast<char*>(header) + kHeader; }
+Header* headerOf(void* payload) noexcept {
+  return reinterpret_cast<Header*>(static_cast<char*>(payload) - kHeader);
+}
 
 }  // namespace
 
 void* FrameAllocator::allocate(std::size_t size) {
-  const std::size_t c = classOf(size);
-  if (c >= kClasses || cacheGone) return ::operator new(size);
-  if (!cache.heads[c]) {
-    if (FreeBlock* batch = depot().take(c)) {
-      cache.heads[c] = batch;
-      cache.counts[c] = kBatch;
-    }
+  const std::size_t total = size + kHeader;
+  const std::size_t c = classOf(total);
+  if (c >= kClasses || cacheGone) {
+    auto* header = static_cast<Header*>(::operator new(total));
+    header->owner = nullptr;
+    header->cls = static_cast<std::uint32_t>(kClasses);
+    return payloadOf(header);
   }
+  Cache& cache = threadCache.get();
+  if (!cache.heads[c]) cache.reclaim(c);
+  Header* header = nullptr;
   if (FreeBlock* block = cache.heads[c]) {
     cache.heads[c] = block->next;
     --cache.counts[c];
-    return block;
+    header = reinterpret_cast<Header*>(block);
+  } else {
+    header = static_cast<Header*>(::operator new(std::size_t{1} << (c + kMinClassShift)));
   }
-  return ::operator new(std::size_t{1} << (c + kMinClassShift));
+  header->owner = &cache;
+  header->cls = static_cast<std::uint32_t>(c);
+  return payloadOf(header);
 }
 
-void FrameAllocator::deallocate(void* block, std::size_t size) noexcept {
-  const std::size_t c = classOf(size);
-  if (c >= kClasses || cacheGone) {
-    ::operator delete(block);
+void FrameAllocator::deallocate(void* block, std::size_t /*size*/) noexcept {
+  Header* header = headerOf(block);
+  Cache* owner = header->owner;
+  const std::size_t c = header->cls;
+  if (owner == nullptr) {
+    ::operator delete(header);
     return;
   }
-  auto* free = static_cast<FreeBlock*>(block);
-  free->next = cache.heads[c];
-  cache.heads[c] = free;
-  if (++cache.counts[c] > kMaxCachedPerClass) cache.spill(c);
+  auto* free = reinterpret_cast<FreeBlock*>(header);
+  if (!cacheGone && owner == threadCache.cache) {
+    if (owner->counts[c] >= kMaxCachedPerClass) {
+      ::operator delete(header);  // a burst is over: give the surplus back
+      return;
+    }
+    free->next = owner->heads[c];
+    owner->heads[c] = free;
+    ++owner->counts[c];
+    return;
+  }
+  owner->pushReturned(c, free);
 }
 
 }  // namespace coexec::detail

@@ -10,6 +10,15 @@
 #include "coexec/detail/TaskCore.h"
 #include "coexec/detail/Time.h"
 
+/// 1 on compilers that destroy the captures of a lambda temporary inside a
+/// co_await expression twice (GCC 12 and older): awaiting a Future temporary
+/// is then refused at compile time.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ <= 12
+#define COEXEC_GCC_CO_AWAIT_TEMPORARY_BUG 1
+#else
+#define COEXEC_GCC_CO_AWAIT_TEMPORARY_BUG 0
+#endif
+
 namespace coexec {
 
 namespace detail {
@@ -24,6 +33,7 @@ COEXEC_EXPORT void checkBlockingWaitAllowed(const TaskCore& core, const char* op
 /// Future): wait for it, take its value, or cancel it.
 ///
 /// `co_await future` suspends the awaiting coroutine without blocking a thread
+/// (on GCC 12 the Future must be a named object, see operator co_await)
 /// and resumes it where it was running (see docs/coroutines.md): inline when
 /// the task completes on a thread of that same executor, else posted to it.
 ///
@@ -66,8 +76,16 @@ class [[nodiscard]] Future {
   /// the task completes on a thread of that executor (or if it had none),
   /// otherwise posted to it, never rejected.
   /// \throws std::logic_error if the Future is empty or already consumed.
-  detail::FutureAwaiter<R> operator co_await() && { return detail::FutureAwaiter<R>(core_); }
   detail::FutureAwaiter<R> operator co_await() & { return detail::FutureAwaiter<R>(core_); }
+#if COEXEC_GCC_CO_AWAIT_TEMPORARY_BUG
+  /// Deleted on GCC 12 and older: there, `co_await pool.submit([s] {...})`
+  /// destroys the lambda's captures twice (a std::string capture is freed
+  /// twice: heap corruption). Name the Future first:
+  /// `auto f = pool.submit([s] {...}); co_await f;` (docs/coroutines.md).
+  detail::FutureAwaiter<R> operator co_await() && = delete;
+#else
+  detail::FutureAwaiter<R> operator co_await() && { return detail::FutureAwaiter<R>(core_); }
+#endif
 
   /// Blocks until the task settles or `timeout` passes.
   /// \throws TimeoutError if it did not settle in time (the result is then

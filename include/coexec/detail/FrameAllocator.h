@@ -9,17 +9,16 @@ namespace coexec::detail {
 /// Recycles coroutine frames and task states through per-thread free lists of
 /// a few size classes (64 bytes to 4 KiB, powers of two), so that steady-state
 /// submit/await does not reach the global allocator. Larger blocks go straight
-/// to ::operator new. A block may be freed on another thread than the one that
-/// allocated it: it joins that thread's list. A list that grows past
-/// kMaxCachedPerClass moves half of its blocks, as one batch, to a shared
-/// depot, and an empty list refills with a batch from it, so blocks flow back
-/// from the threads that free them to the threads that allocate them. The
-/// depot keeps a bounded number of batches; the rest go back to the global
-/// allocator.
+/// to ::operator new. Each block remembers the thread cache that allocated it:
+/// freed on that thread it returns to the local list (which keeps at most
+/// kMaxCachedPerClass blocks; a burst's surplus goes back to the global
+/// allocator); freed on another thread it is pushed, lock-free, onto its
+/// owner's return stack, which the owner drains when its list runs dry. The
+/// cache of an exited thread is adopted by the next new thread.
 ///
 /// Thread safety: every function may be called from any thread.
 struct COEXEC_EXPORT FrameAllocator {
-  static constexpr std::size_t kMaxCachedPerClass = 64;
+  static constexpr std::size_t kMaxCachedPerClass = 1024;
   /// \throws std::bad_alloc.
   static void* allocate(std::size_t size);
   /// `size` must be the size given to allocate(). Never throws.

@@ -1,0 +1,525 @@
+#include "coexec/ThreadPoolExecutor.h"
+
+// Coroutine tasks on a ThreadPoolExecutor: submit/execute of a Task<R> or of
+// a callable returning one; ping-pong through the pool; executor affinity
+// (resume on the pool the coroutine ran on, inline when the completing thread
+// belongs to it); fire-and-forget failures; continuations admitted when the
+// queue is full and after shutdown(); blocking waits refused on the pool's own
+// threads; stats(); and the captures of a coroutine lambda kept alive.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "CoroutineTestSupport.h"
+#include "coexec/CancellationToken.h"
+#include "coexec/ResumeOn.h"
+#include "coexec/SyncWait.h"
+#include "coexec/Task.h"
+
+using namespace std::chrono_literals;
+
+using coexec::CancellationToken;
+using coexec::Future;
+using coexec::OperationCancelled;
+using coexec::PoolStats;
+using coexec::RejectedExecution;
+using coexec::RejectionPolicy;
+using coexec::resumeOn;
+using coexec::syncWait;
+using coexec::Task;
+using coexec::TaskInfo;
+using coexec::ThreadPoolExecutor;
+using coexec::ThreadPoolOptions;
+using coexec::WorkQueue;
+using coexec::test::Counter;
+using coexec::test::currentTag;
+using coexec::test::eventually;
+using coexec::test::Gate;
+using coexec::test::holdsA;
+using coexec::test::kLong;
+using coexec::test::Lifetimes;
+using coexec::test::ReleaseOnExit;
+using coexec::test::taggedPool;
+using coexec::test::throwsA;
+using coexec::test::Tracker;
+
+namespace {
+
+struct CoroutineError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+Task<int> pong(int ball) { co_return ball + 1; }
+
+/// Sends the ball through the pool `rounds` times: each round submits a pong
+/// coroutine and awaits it.
+Task<int> ping(ThreadPoolExecutor& pool, int rounds) {
+  int ball = 0;
+  for (int i = 0; i < rounds; ++i) {
+    Future<int> returned = pool.submit(pong(ball));
+    ball = co_await returned;
+  }
+  co_return ball;
+}
+
+Task<void> failingTask(std::string message) {
+  throw CoroutineError(message);
+  co_return;  // unreachable; makes this a coroutine
+}
+
+/// Waits until the pool runs nothing: a coroutine task suspended on a Future
+/// is not active.
+bool idle(const ThreadPoolExecutor& pool) {
+  return eventually([&pool] { return pool.stats().activeCount == 0; });
+}
+
+/// Terminates `pool` and returns its final stats.
+PoolStats finalStats(ThreadPoolExecutor& pool) {
+  pool.shutdown();
+  REQUIRE(pool.awaitTermination(kLong));
+  return pool.stats();
+}
+
+}  // namespace
+
+// ---- submit and execute of coroutines ------------------------------------------
+
+TEST_CASE("submit of a callable returning Task<R> runs the coroutine on the pool", "[coroutine][submit]") {
+  ThreadPoolExecutor pool(taggedPool("cs", 1, 1, WorkQueue::bounded(8)));
+  Future<std::string> tag = pool.submit([]() -> Task<std::string> { co_return std::string(currentTag); });
+  CHECK(tag.get() == "cs");
+
+  bool ran = false;  // written on the pool; read after the Future settles
+  Future<void> done = pool.submit([&ran]() -> Task<void> {
+    ran = currentTag == "cs";
+    co_return;
+  });
+  done.get();
+  CHECK(ran);
+
+  int target = 0;
+  Future<int&> reference = pool.submit([&target]() -> Task<int&> { co_return target; });
+  CHECK(&reference.get() == &target);
+}
+
+TEST_CASE("submit of a Task<R> runs it on the pool", "[coroutine][submit]") {
+  ThreadPoolExecutor pool(taggedPool("ts", 1, 1, WorkQueue::bounded(8)));
+  Future<int> value = pool.submit(pong(41));
+  CHECK(value.get() == 42);
+  auto where = []() -> Task<std::string> { co_return std::string(currentTag); };
+  Task<std::string> task = where();
+  Future<std::string> tag = pool.submit(std::move(task));
+  CHECK(tag.get() == "ts");
+}
+
+TEST_CASE("submit of an empty Task is refused with std::invalid_argument", "[coroutine][submit]") {
+  ThreadPoolExecutor pool(taggedPool("empty", 1, 1, WorkQueue::bounded(8)));
+  CHECK_THROWS_AS((void)pool.submit(Task<int>()), std::invalid_argument);
+  CHECK(pool.stats().taskCount == 0);
+}
+
+TEST_CASE("a submitted coroutine's exception reaches its Future, awaited or waited on", "[coroutine][exceptions]") {
+  ThreadPoolExecutor pool(taggedPool("cx", 1, 1, WorkQueue::bounded(8)));
+  Future<void> waited = pool.submit(failingTask("waited"));
+  CHECK_THROWS_MATCHES(waited.get(), CoroutineError, Catch::Matchers::Message("waited"));
+  auto awaitIt = [](ThreadPoolExecutor& p) -> Task<std::string> {
+    Future<void> failed = p.submit(failingTask("awaited"));
+    try {
+      co_await failed;
+    } catch (const CoroutineError& e) {
+      co_return e.what();
+    }
+    co_return "no exception";
+  };
+  CHECK(syncWait(awaitIt(pool)) == "awaited");
+  CHECK(finalStats(pool).failedCount == 2);
+}
+
+TEST_CASE("ping-pong of two coroutines through the pool 100,000 times", "[coroutine][pingpong]") {
+  const std::size_t threads = GENERATE(1, 2);
+  CAPTURE(threads);
+  constexpr int kRounds = 100'000;
+  ThreadPoolExecutor pool(taggedPool("pp", threads, threads, WorkQueue::bounded(16)));
+  Future<int> result = pool.submit(ping(pool, kRounds));
+  CHECK(result.get() == kRounds);
+  const PoolStats stats = finalStats(pool);
+  CHECK(stats.taskCount == kRounds + 1);
+  CHECK(stats.completedTaskCount == kRounds + 1);
+  CHECK(stats.rejectedCount == 0);
+}
+
+// ---- affinity ---------------------------------------------------------------------
+
+TEST_CASE("a coroutine on pool P awaiting a Future that completes on pool Q resumes on a thread of P",
+          "[coroutine][affinity]") {
+  Gate gate;
+  ThreadPoolExecutor p(taggedPool("P", 1, 1, WorkQueue::bounded(4)));
+  ThreadPoolExecutor q(taggedPool("Q", 1, 1, WorkQueue::bounded(4)));
+  ReleaseOnExit release(gate);
+  std::atomic<bool> completedOnQ{false};
+  Future<std::string> path = p.submit([&q, &gate, &completedOnQ]() -> Task<std::string> {
+    std::string before(currentTag);
+    Future<int> fromQ = q.submit([&gate, &completedOnQ] {
+      gate.wait();
+      completedOnQ = currentTag == "Q";
+      return 1;
+    });
+    const int one = co_await fromQ;
+    co_return before + "->" + std::string(currentTag) + (one == 1 ? "" : " (wrong value)");
+  });
+  REQUIRE(idle(p));  // the coroutine has suspended and given its thread back
+  gate.open();
+  CHECK(path.get() == "P->P");
+  CHECK(completedOnQ.load());
+}
+
+TEST_CASE("a coroutine awaiting work that completes on a thread of its own pool resumes there inline",
+          "[coroutine][affinity]") {
+  constexpr int kInnerTag = 7;  // the priority marks the inner task in the afterExecute hook
+  Gate gate;
+  std::atomic<bool> innerAfterExecuteRan{false};
+  ThreadPoolOptions options = taggedPool("in", 2, 2, WorkQueue::bounded(4));
+  options.hooks.afterExecute = [&innerAfterExecuteRan](const TaskInfo& info, const std::exception_ptr&) {
+    if (info.priority == kInnerTag) innerAfterExecuteRan = true;
+  };
+  ThreadPoolExecutor pool(options);
+  ReleaseOnExit release(gate);
+  Counter innerStarted;
+  struct Seen {
+    std::thread::id innerThread;
+    std::thread::id resumedOn;
+    bool innerHookHadRun = true;
+  };
+  Future<Seen> seen = pool.submit([&]() -> Task<Seen> {
+    Seen s;
+    Future<std::thread::id> inner = pool.submit(
+        [&] {
+          innerStarted.arrive();
+          gate.wait();
+          return std::this_thread::get_id();
+        },
+        kInnerTag);
+    s.innerThread = co_await inner;
+    s.resumedOn = std::this_thread::get_id();
+    // Inline: we run inside the inner task's completion, before the pool
+    // thread that ran it gets to its afterExecute hook.
+    s.innerHookHadRun = innerAfterExecuteRan.load();
+    co_return s;
+  });
+  REQUIRE(innerStarted.waitFor(1));
+  REQUIRE(eventually([&pool] { return pool.stats().activeCount == 1; }));  // the coroutine has suspended
+  gate.open();
+  const Seen s = seen.get();
+  CHECK(s.resumedOn == s.innerThread);
+  CHECK_FALSE(s.innerHookHadRun);
+}
+
+// ---- fire and forget ----------------------------------------------------------------
+
+TEST_CASE("a fire-and-forget coroutine's exception reaches the uncaught handler exactly once",
+          "[coroutine][execute][exceptions]") {
+  std::mutex mutex;
+  std::vector<std::string> reported;  // guarded by mutex
+  Counter handled;
+  Gate gate;
+  ThreadPoolExecutor other(taggedPool("oth", 1, 1, WorkQueue::bounded(4)));
+  ThreadPoolOptions options = taggedPool("ff", 1, 1, WorkQueue::bounded(8));
+  options.uncaughtExceptionHandler = [&](std::exception_ptr error, const TaskInfo&) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const CoroutineError& e) {
+      std::lock_guard lock(mutex);
+      reported.emplace_back(e.what());
+    } catch (...) {
+      std::lock_guard lock(mutex);
+      reported.emplace_back("unexpected exception type");
+    }
+    handled.arrive();
+  };
+  ThreadPoolExecutor pool(options);
+  ReleaseOnExit release(gate);
+
+  pool.execute([]() -> Task<void> {
+    throw CoroutineError("before suspending");
+    co_return;
+  });
+  pool.execute(failingTask("a Task<void> itself"));
+  pool.execute([&other, &gate]() -> Task<void> {
+    Future<void> elsewhere = other.submit([&gate] { gate.wait(); });
+    co_await elsewhere;
+    throw CoroutineError("after resuming");
+  });
+  REQUIRE(handled.waitFor(2));
+  gate.open();
+  REQUIRE(handled.waitFor(3));
+  const PoolStats stats = finalStats(pool);
+  CHECK(handled.count() == 3);
+  std::lock_guard lock(mutex);
+  std::sort(reported.begin(), reported.end());
+  CHECK(reported == std::vector<std::string>{"a Task<void> itself", "after resuming", "before suspending"});
+  CHECK(stats.failedCount == 3);
+  CHECK(stats.taskCount == 3);
+}
+
+// ---- continuations are admitted work ----------------------------------------------
+
+TEST_CASE("a continuation is admitted while the pool's queue is full", "[coroutine][admission]") {
+  Gate remote;
+  Gate blocker;
+  ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
+  ThreadPoolExecutor p(taggedPool("fp", 1, 1, WorkQueue::bounded(1)));
+  ReleaseOnExit releaseRemote(remote);
+  ReleaseOnExit releaseBlocker(blocker);
+  Future<std::string> coroutine = p.submit([&q, &remote]() -> Task<std::string> {
+    Future<int> later = q.submit([&remote] {
+      remote.wait();
+      return 5;
+    });
+    const int five = co_await later;
+    co_return std::string(currentTag) + " " + std::to_string(five);
+  });
+  REQUIRE(idle(p));
+  // Saturate P: its only thread blocked, its queue full.
+  Counter started;
+  p.execute([&] {
+    started.arrive();
+    blocker.wait();
+  });
+  REQUIRE(started.waitFor(1));
+  p.execute([] {});
+  REQUIRE_FALSE(p.tryExecute([] {}));  // a new task would be rejected now
+  remote.open();                       // the continuation arrives at the saturated pool
+  REQUIRE(eventually([&q] { return q.stats().completedTaskCount == 1; }));
+  blocker.open();
+  CHECK(coroutine.get() == "fp 5");
+  const PoolStats stats = finalStats(p);
+  CHECK(stats.rejectedCount == 0);
+  CHECK(stats.completedTaskCount == 3);
+}
+
+TEST_CASE("a coroutine suspended when the pool shuts down completes, and awaitTermination waits for it",
+          "[coroutine][shutdown]") {
+  Gate remote;
+  ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
+  ThreadPoolExecutor p(taggedPool("sd", 1, 1, WorkQueue::bounded(4)));
+  ReleaseOnExit releaseRemote(remote);
+  Future<std::string> coroutine = p.submit([&q, &remote]() -> Task<std::string> {
+    Future<int> later = q.submit([&remote] {
+      remote.wait();
+      return 5;
+    });
+    const int five = co_await later;
+    co_return std::string(currentTag) + " " + std::to_string(five);
+  });
+  REQUIRE(idle(p));
+  p.shutdown();
+  CHECK(p.isShutdown());
+  CHECK_FALSE(p.awaitTermination(0ns));  // a suspended coroutine keeps the pool from terminating
+  CHECK_FALSE(p.isTerminated());
+  CHECK(throwsA<RejectedExecution>([&p] { p.execute([] {}); }));  // new work is refused
+  remote.open();
+  REQUIRE(p.awaitTermination(kLong));
+  CHECK(coroutine.isDone());
+  CHECK(coroutine.get() == "sd 5");
+  const PoolStats stats = p.stats();
+  CHECK(stats.taskCount == 1);
+  CHECK(stats.completedTaskCount == 1);
+  CHECK(stats.rejectedCount == 1);  // the probe above, not the continuation
+}
+
+// ---- blocking from inside the pool ---------------------------------------------------
+
+TEST_CASE("Future::get and wait on a pool thread for an unfinished task of the same pool throw std::logic_error",
+          "[coroutine][blocking]") {
+  ThreadPoolExecutor pool(taggedPool("blk", 1, 1, WorkQueue::bounded(4)));
+  struct Refusals {
+    bool get = false;
+    bool wait = false;
+    bool namesPool = false;
+  };
+  auto probe = [&pool] {
+    Refusals r;
+    Future<int> queued = pool.submit([] { return 1; });  // queued behind the caller: waiting would deadlock
+    r.get = throwsA<std::logic_error>([&] { (void)queued.get(); });
+    r.wait = throwsA<std::logic_error>([&] { queued.wait(); });
+    try {
+      queued.wait();
+    } catch (const std::logic_error& e) {
+      r.namesPool = std::string(e.what()).find("pool 'blk'") != std::string::npos;
+    }
+    return r;
+  };
+  SECTION("from a plain task") {
+    const Refusals r = pool.submit(probe).get();
+    CHECK(r.get);
+    CHECK(r.wait);
+    CHECK(r.namesPool);
+  }
+  SECTION("from a coroutine task") {
+    const Refusals r = pool.submit([&probe]() -> Task<Refusals> { co_return probe(); }).get();
+    CHECK(r.get);
+    CHECK(r.wait);
+    CHECK(r.namesPool);
+  }
+}
+
+TEST_CASE("Future::get on a pool thread is allowed for another pool's task and for a finished task",
+          "[coroutine][blocking]") {
+  ThreadPoolExecutor pool(taggedPool("ok", 2, 2, WorkQueue::bounded(4)));
+  ThreadPoolExecutor other(taggedPool("ot", 1, 1, WorkQueue::bounded(4)));
+  Future<int> result = pool.submit([&pool, &other] {
+    const int fromOther = other.submit([] { return 10; }).get();
+    Future<int> sibling = pool.submit([] { return 1; });  // runs on the second thread
+    if (!eventually([&sibling] { return sibling.isDone(); })) return -1;
+    return fromOther + sibling.get();
+  });
+  CHECK(result.get() == 11);
+}
+
+TEST_CASE("awaitTermination and close on a pool thread throw std::logic_error", "[coroutine][blocking]") {
+  ThreadPoolExecutor pool(taggedPool("at", 1, 1, WorkQueue::bounded(4)));
+  Future<bool> awaitRefused =
+      pool.submit([&pool] { return throwsA<std::logic_error>([&pool] { (void)pool.awaitTermination(1ms); }); });
+  CHECK(awaitRefused.get());
+  Future<bool> closeRefused =
+      pool.submit([&pool]() -> Task<bool> { co_return throwsA<std::logic_error>([&pool] { pool.close(); }); });
+  CHECK(closeRefused.get());
+  CHECK_FALSE(pool.isShutdown());
+}
+
+// ---- stats and lifetimes ---------------------------------------------------------------
+
+TEST_CASE("stats counts a coroutine task once, and a suspended coroutine is not active", "[coroutine][stats]") {
+  Gate remote;
+  ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
+  ThreadPoolExecutor p(taggedPool("st", 1, 1, WorkQueue::bounded(4)));
+  ReleaseOnExit releaseRemote(remote);
+  Future<int> coroutine = p.submit([&p, &q, &remote]() -> Task<int> {
+    co_await resumeOn(p);  // yields: resumptions, not new tasks
+    co_await resumeOn(p);
+    Future<int> later = q.submit([&remote] {
+      remote.wait();
+      return 5;
+    });
+    const int five = co_await later;
+    co_await resumeOn(p);
+    co_return five;
+  });
+  REQUIRE(idle(p));
+  const PoolStats suspended = p.stats();
+  CHECK(suspended.taskCount == 1);
+  CHECK(suspended.activeCount == 0);
+  CHECK(suspended.completedTaskCount == 0);
+  CHECK(suspended.poolSize == 1);
+  remote.open();
+  CHECK(coroutine.get() == 5);
+  const PoolStats done = finalStats(p);
+  CHECK(done.taskCount == 1);
+  CHECK(done.completedTaskCount == 1);
+  CHECK(done.failedCount == 0);
+  CHECK(done.taskCount == done.completedTaskCount + done.failedCount + done.cancelledCount + done.discardedCount +
+                              done.drainedCount + done.queueSize);
+}
+
+TEST_CASE("the pool keeps a coroutine lambda's captures alive until the coroutine finishes", "[coroutine][lifetime]") {
+  Lifetimes lifetimes;
+  Gate remote;
+  {
+    ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
+    ThreadPoolExecutor p(taggedPool("cap", 1, 1, WorkQueue::bounded(4)));
+    ReleaseOnExit releaseRemote(remote);
+    const std::string text(200, 'x');  // long: on the heap, so ASan sees a use after free
+    Future<std::size_t> length =
+        p.submit([text, tracker = Tracker(lifetimes), &q, &remote, &lifetimes]() -> Task<std::size_t> {
+          Future<int> later = q.submit([&remote] {
+            remote.wait();
+            return 1;
+          });
+          const int one = co_await later;  // by now submit()'s lambda temporary is long gone
+          if (lifetimes.alive() < 1) co_return 0;
+          co_return text.size() + static_cast<std::size_t>(one) - 1;
+        });
+    CHECK(lifetimes.alive() == 1);  // the pool's copy
+    REQUIRE(idle(p));
+    CHECK(lifetimes.alive() == 1);
+    remote.open();
+    CHECK(length.get() == 200);
+    (void)finalStats(p);
+  }
+  CHECK(lifetimes.alive() == 0);
+}
+
+TEST_CASE("a fire-and-forget coroutine lambda's captures live until it finishes", "[coroutine][execute][lifetime]") {
+  Lifetimes lifetimes;
+  Gate remote;
+  Counter finished;
+  std::atomic<bool> captureAlive{false};
+  {
+    ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
+    ThreadPoolExecutor p(taggedPool("fcap", 1, 1, WorkQueue::bounded(4)));
+    ReleaseOnExit releaseRemote(remote);
+    const std::string text(200, 'y');
+    p.execute([text, tracker = Tracker(lifetimes), &q, &remote, &lifetimes, &captureAlive, &finished]() -> Task<void> {
+      Future<void> later = q.submit([&remote] { remote.wait(); });
+      co_await later;
+      captureAlive = text.size() == 200 && lifetimes.alive() >= 1;
+      finished.arrive();
+    });
+    REQUIRE(idle(p));
+    remote.open();
+    REQUIRE(finished.waitFor(1));
+    (void)finalStats(p);
+  }
+  CHECK(captureAlive.load());
+  CHECK(lifetimes.alive() == 0);
+}
+
+TEST_CASE("cancel of a suspended coroutine task cancels its token", "[coroutine][cancel]") {
+  Gate remote;
+  ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
+  ThreadPoolExecutor p(taggedPool("cn", 1, 1, WorkQueue::bounded(4)));
+  ReleaseOnExit releaseRemote(remote);
+  Future<int> coroutine = p.submit([&q, &remote](CancellationToken token) -> Task<int> {
+    Future<int> later = q.submit([&remote] {
+      remote.wait();
+      return 5;
+    });
+    const int five = co_await later;
+    token.throwIfCancellationRequested();
+    co_return five;
+  });
+  REQUIRE(idle(p));
+  CHECK(coroutine.cancel());
+  remote.open();
+  CHECK_THROWS_AS(coroutine.get(), OperationCancelled);
+  CHECK(finalStats(p).cancelledCount == 1);
+}
+
+TEST_CASE("callerRuns runs a rejected coroutine task in the caller until it first suspends", "[coroutine][rejection]") {
+  Gate gate;
+  ThreadPoolExecutor pool(taggedPool("cr", 1, 1, WorkQueue::bounded(1), RejectionPolicy::callerRuns()));
+  ReleaseOnExit release(gate);
+  Counter started;
+  pool.execute([&] {
+    started.arrive();
+    gate.wait();
+  });
+  REQUIRE(started.waitFor(1));
+  pool.execute([] {});
+  const std::thread::id caller = std::this_thread::get_id();
+  Future<bool> ranHere = pool.submit([caller]() -> Task<bool> { co_return std::this_thread::get_id() == caller; });
+  CHECK(ranHere.isDone());
+  CHECK(ranHere.get());
+  CHECK(pool.stats().rejectedCount == 1);
+}

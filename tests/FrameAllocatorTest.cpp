@@ -1,0 +1,324 @@
+#include "coexec/detail/FrameAllocator.h"
+
+// The frame allocator: per-thread free lists by size class, blocks freed on
+// another thread, the shared depot that moves blocks between threads, and the
+// promise of the coroutine layer that steady-state creation and awaiting of
+// Tasks, and submit-and-await of coroutines on a pool, do not reach the
+// global allocator. This binary
+// replaces the global operator new/delete with counting versions.
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "coexec/SyncWait.h"
+#include "coexec/Task.h"
+#include "coexec/ThreadPoolExecutor.h"
+
+// ---- the counting global allocator ------------------------------------------------
+
+namespace {
+
+/// While true, every global allocation and deallocation, on any thread, is
+/// counted. Relaxed is enough: the tests switch it on and off on one thread
+/// and read the counters after the counted work has been joined with it (a
+/// Future or syncWait returning, a thread joined).
+std::atomic<bool> gCounting{false};
+std::atomic<std::size_t> gAllocations{0};
+std::atomic<std::size_t> gDeallocations{0};
+/// The sizes of the first counted allocations, for the failure message.
+std::array<std::atomic<std::size_t>, 8> gFirstSizes{};
+
+void* countedAllocate(std::size_t size, std::size_t alignment = 0) {
+  if (gCounting.load(std::memory_order_relaxed)) {
+    const std::size_t n = gAllocations.fetch_add(1, std::memory_order_relaxed);
+    if (n < gFirstSizes.size()) gFirstSizes[n].store(size, std::memory_order_relaxed);
+  }
+  if (size == 0) size = 1;
+  void* block = nullptr;
+  if (alignment > alignof(std::max_align_t)) {
+    const std::size_t rounded = (size + alignment - 1) / alignment * alignment;
+    block = std::aligned_alloc(alignment, rounded);
+  } else {
+    block = std::malloc(size);
+  }
+  return block;
+}
+
+void countedFree(void* block) noexcept {
+  if (block == nullptr) return;
+  if (gCounting.load(std::memory_order_relaxed)) gDeallocations.fetch_add(1, std::memory_order_relaxed);
+  std::free(block);
+}
+
+void* allocateOrThrow(std::size_t size, std::size_t alignment = 0) {
+  void* block = countedAllocate(size, alignment);
+  if (block == nullptr) throw std::bad_alloc();
+  return block;
+}
+
+}  // namespace
+
+void* operator new(std::size_t size) { return allocateOrThrow(size); }
+void* operator new[](std::size_t size) { return allocateOrThrow(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return countedAllocate(size); }
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return countedAllocate(size); }
+void* operator new(std::size_t size, std::align_val_t a) { return allocateOrThrow(size, static_cast<std::size_t>(a)); }
+void* operator new[](std::size_t size, std::align_val_t a) {
+  return allocateOrThrow(size, static_cast<std::size_t>(a));
+}
+void* operator new(std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return countedAllocate(size, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return countedAllocate(size, static_cast<std::size_t>(a));
+}
+void operator delete(void* block) noexcept { countedFree(block); }
+void operator delete[](void* block) noexcept { countedFree(block); }
+void operator delete(void* block, std::size_t) noexcept { countedFree(block); }
+void operator delete[](void* block, std::size_t) noexcept { countedFree(block); }
+void operator delete(void* block, const std::nothrow_t&) noexcept { countedFree(block); }
+void operator delete[](void* block, const std::nothrow_t&) noexcept { countedFree(block); }
+void operator delete(void* block, std::align_val_t) noexcept { countedFree(block); }
+void operator delete[](void* block, std::align_val_t) noexcept { countedFree(block); }
+void operator delete(void* block, std::size_t, std::align_val_t) noexcept { countedFree(block); }
+void operator delete[](void* block, std::size_t, std::align_val_t) noexcept { countedFree(block); }
+void operator delete(void* block, std::align_val_t, const std::nothrow_t&) noexcept { countedFree(block); }
+void operator delete[](void* block, std::align_val_t, const std::nothrow_t&) noexcept { countedFree(block); }
+
+// ---- tests ------------------------------------------------------------------------
+
+using coexec::Future;
+using coexec::syncWait;
+using coexec::Task;
+using coexec::ThreadPoolExecutor;
+using coexec::ThreadPoolOptions;
+using coexec::WorkQueue;
+using coexec::detail::FrameAllocator;
+
+namespace {
+
+/// Counts the global allocations and deallocations made, on any thread, while
+/// it lives.
+class AllocationCount {
+ public:
+  AllocationCount() {
+    gAllocations = 0;
+    gDeallocations = 0;
+    for (auto& size : gFirstSizes) size = 0;
+    gCounting = true;
+  }
+  AllocationCount(const AllocationCount&) = delete;
+  AllocationCount& operator=(const AllocationCount&) = delete;
+  ~AllocationCount() { stop(); }
+
+  void stop() { gCounting = false; }
+  [[nodiscard]] std::size_t allocations() const { return gAllocations.load(); }
+  [[nodiscard]] std::size_t deallocations() const { return gDeallocations.load(); }
+  /// "sizes of the first allocations: 512 96 ..." for a failure message.
+  [[nodiscard]] std::string describe() const {
+    std::string text = "sizes of the first counted allocations:";
+    for (std::size_t i = 0; i < gFirstSizes.size() && i < allocations(); ++i) {
+      text += ' ' + std::to_string(gFirstSizes[i].load());
+    }
+    return text;
+  }
+};
+
+struct AllocationReport {
+  std::size_t allocations = 0;
+  std::string description;
+};
+
+Task<int> leaf(int value) { co_return value + 1; }
+
+/// Awaits `warmUp` leaves, then `measured` more while `count` counts.
+Task<long> awaitLeaves(int warmUp, int measured, std::size_t& allocations) {
+  long sum = 0;
+  for (int i = 0; i < warmUp; ++i) sum += co_await leaf(i);
+  {
+    AllocationCount count;
+    for (int i = 0; i < measured; ++i) sum += co_await leaf(i);
+    count.stop();
+    allocations = count.allocations();
+  }
+  co_return sum;
+}
+
+/// Submits a coroutine to `pool` and awaits it, `warmUp` times, then
+/// `measured` more times while counting allocations.
+Task<long> submitAndAwait(ThreadPoolExecutor& pool, int warmUp, int measured, AllocationReport& report) {
+  long sum = 0;
+  for (int i = 0; i < warmUp; ++i) {
+    Future<int> result = pool.submit([i]() -> Task<int> { co_return i; });
+    sum += co_await result;
+  }
+  AllocationCount count;
+  for (int i = 0; i < measured; ++i) {
+    Future<int> result = pool.submit([i]() -> Task<int> { co_return i; });
+    sum += co_await result;
+  }
+  count.stop();
+  report.allocations = count.allocations();
+  report.description = count.describe();
+  co_return sum;
+}
+
+/// Like submitAndAwait, but meant to run on a thread of `pool` itself.
+Task<long> submitAndAwaitOnPool(ThreadPoolExecutor& pool, int warmUp, int measured, AllocationReport& report) {
+  co_return co_await submitAndAwait(pool, warmUp, measured, report);
+}
+
+}  // namespace
+
+TEST_CASE("a freed block is reused by the next allocation of its size class without the global allocator",
+          "[frame][allocator]") {
+  void* warm = FrameAllocator::allocate(90);  // first use on this thread sets up its cache
+  FrameAllocator::deallocate(warm, 90);
+  void* first = FrameAllocator::allocate(90);
+  FrameAllocator::deallocate(first, 90);
+  AllocationCount count;
+  void* second = FrameAllocator::allocate(100);  // same class: 128 bytes with the block header
+  count.stop();
+  CHECK(second == first);
+  CHECK(count.allocations() == 0);
+  FrameAllocator::deallocate(second, 100);
+}
+
+TEST_CASE("blocks larger than the largest size class go to the global allocator", "[frame][allocator]") {
+  AllocationCount count;
+  void* large = FrameAllocator::allocate(5000);
+  FrameAllocator::deallocate(large, 5000);
+  count.stop();
+  CHECK(count.allocations() == 1);
+  CHECK(count.deallocations() == 1);
+}
+
+TEST_CASE("a block freed on another thread returns to the thread that allocated it", "[frame][allocator]") {
+  // Drain this thread's list of the class first, so the next allocation must
+  // come from what other threads returned (or from the global allocator).
+  std::vector<void*> held;
+  for (int i = 0; i < 4; ++i) held.push_back(FrameAllocator::allocate(200));
+  void* block = FrameAllocator::allocate(200);
+  std::size_t freedGlobally = 1;
+  std::thread other([&] {
+    AllocationCount count;
+    FrameAllocator::deallocate(block, 200);  // not this thread's block: back to its owner
+    count.stop();
+    freedGlobally = count.deallocations();
+  });
+  other.join();
+  CHECK(freedGlobally == 0);
+  AllocationCount count;
+  void* reused = FrameAllocator::allocate(200);
+  count.stop();
+  CHECK(reused == block);
+  CHECK(count.allocations() == 0);
+  FrameAllocator::deallocate(reused, 200);
+  for (void* h : held) FrameAllocator::deallocate(h, 200);
+}
+
+TEST_CASE("blocks allocated on one thread and freed on another never reach the global allocator in steady state",
+          "[frame][allocator]") {
+  // A producer allocates, a consumer frees: the blocks flow back to the
+  // producer through its return stack. 4 KiB blocks: a class no frame here uses.
+  constexpr std::size_t kSize = 4000;
+  constexpr int kRounds = 200;
+  constexpr int kPerRound = 64;
+  std::size_t allocatedGlobally = 0;
+  std::size_t freedGlobally = 0;
+  std::vector<void*> handed(kPerRound);
+  std::thread producer([&] {
+    for (int round = 0; round < kRounds; ++round) {
+      AllocationCount count;
+      for (void*& block : handed) block = FrameAllocator::allocate(kSize);
+      count.stop();
+      if (round > 0) allocatedGlobally += count.allocations();  // round 0 fills the circulation
+      std::thread consumer([&] {
+        AllocationCount freeing;
+        for (void* block : handed) FrameAllocator::deallocate(block, kSize);
+        freeing.stop();
+        freedGlobally += freeing.deallocations();
+      });
+      consumer.join();
+    }
+  });
+  producer.join();
+  CHECK(allocatedGlobally == 0);
+  CHECK(freedGlobally == 0);
+}
+
+TEST_CASE("the cache of an exited thread, with the blocks returned to it, is adopted by a new thread",
+          "[frame][allocator]") {
+  constexpr std::size_t kSize = 3000;
+  constexpr int kBlocks = 32;
+  std::vector<void*> blocks;
+  std::thread first([&] {
+    for (int i = 0; i < kBlocks; ++i) blocks.push_back(FrameAllocator::allocate(kSize));
+  });
+  first.join();  // its cache is parked; the blocks are still in use here
+  for (void* block : blocks) FrameAllocator::deallocate(block, kSize);  // returned to the parked cache
+  std::size_t allocatedGlobally = 1;
+  std::thread second([&] {
+    std::vector<void*> mine;
+    mine.reserve(kBlocks);
+    AllocationCount count;
+    for (int i = 0; i < kBlocks; ++i) mine.push_back(FrameAllocator::allocate(kSize));
+    count.stop();
+    allocatedGlobally = count.allocations();
+    for (void* block : mine) FrameAllocator::deallocate(block, kSize);
+  });
+  second.join();
+  CHECK(allocatedGlobally == 0);
+}
+
+TEST_CASE("creating, awaiting and destroying Tasks in steady state makes no global allocation",
+          "[frame][task][allocator]") {
+  std::size_t allocations = 1;
+  CHECK(syncWait(awaitLeaves(1000, 100'000, allocations)) > 0);
+  CHECK(allocations == 0);
+}
+
+TEST_CASE("steady-state submit and await of coroutines on a pool makes no global allocation",
+          "[frame][coroutine][allocator]") {
+  constexpr int kWarmUp = 2000;
+  constexpr int kMeasured = 10'000;
+  ThreadPoolOptions options;
+  options.name = "frames";
+  options.corePoolSize = 1;
+  options.maximumPoolSize = 1;
+  options.workQueue = WorkQueue::bounded(64);
+  ThreadPoolExecutor pool(options);
+  AllocationReport report;
+  const long expected = long{kWarmUp} * (kWarmUp - 1) / 2 + long{kMeasured} * (kMeasured - 1) / 2;
+  CHECK(syncWait(submitAndAwait(pool, kWarmUp, kMeasured, report)) == expected);
+  INFO(report.description);
+  CHECK(report.allocations == 0);
+}
+
+TEST_CASE("steady-state submit and await between coroutines on one pool thread makes no global allocation",
+          "[frame][coroutine][allocator]") {
+  // Everything is allocated and freed on the pool's only thread, so this
+  // isolates the recycling itself from frames that cross threads.
+  constexpr int kWarmUp = 2000;
+  constexpr int kMeasured = 10'000;
+  ThreadPoolOptions options;
+  options.name = "frames1";
+  options.corePoolSize = 1;
+  options.maximumPoolSize = 1;
+  options.workQueue = WorkQueue::bounded(64);
+  ThreadPoolExecutor pool(options);
+  AllocationReport report;
+  Future<long> sum = pool.submit(submitAndAwaitOnPool(pool, kWarmUp, kMeasured, report));
+  const long expected = long{kWarmUp} * (kWarmUp - 1) / 2 + long{kMeasured} * (kMeasured - 1) / 2;
+  CHECK(sum.get() == expected);
+  INFO(report.description);
+  CHECK(report.allocations == 0);
+}

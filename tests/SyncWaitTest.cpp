@@ -1,0 +1,159 @@
+#include "coexec/SyncWait.h"
+
+// syncWait(task): returns the value or rethrows; coroutines that suspend
+// inside it resume on the calling thread (its run loop) unless they hop; it
+// refuses empty and already-started Tasks, and refuses to block a pool thread.
+
+#include <atomic>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "CoroutineTestSupport.h"
+#include "coexec/ResumeOn.h"
+#include "coexec/ThreadPoolExecutor.h"
+
+using coexec::Future;
+using coexec::resumeOn;
+using coexec::syncWait;
+using coexec::Task;
+using coexec::ThreadPoolExecutor;
+using coexec::WorkQueue;
+using coexec::test::currentTag;
+using coexec::test::taggedPool;
+
+namespace {
+
+struct SyncError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+Task<int> answer() { co_return 42; }
+
+Task<int> fails() {
+  throw SyncError("from the task");
+  co_return 0;  // unreachable; makes this a coroutine
+}
+
+/// Awaits `count` pool tasks and records, after each await, whether it
+/// resumed on `home`.
+Task<int> awaitPoolWork(ThreadPoolExecutor& pool, int count, std::thread::id home, int& resumedAtHome) {
+  int sum = 0;
+  for (int i = 0; i < count; ++i) {
+    Future<int> future = pool.submit([i] { return i; });
+    sum += co_await future;
+    if (std::this_thread::get_id() == home) ++resumedAtHome;
+  }
+  co_return sum;
+}
+
+}  // namespace
+
+TEST_CASE("syncWait returns the value of a Task", "[syncwait]") {
+  CHECK(syncWait(answer()) == 42);
+  bool ran = false;
+  syncWait([](bool& flag) -> Task<void> {
+    flag = true;
+    co_return;
+  }(ran));
+  CHECK(ran);
+  std::string text = "referenced";
+  std::string& same = syncWait([](std::string& s) -> Task<std::string&> { co_return s; }(text));
+  CHECK(&same == &text);
+}
+
+TEST_CASE("syncWait rethrows the exception of the Task", "[syncwait][exceptions]") {
+  CHECK_THROWS_MATCHES(syncWait(fails()), SyncError, Catch::Matchers::Message("from the task"));
+}
+
+TEST_CASE("syncWait of an empty Task throws std::logic_error", "[syncwait]") {
+  CHECK_THROWS_AS(syncWait(Task<int>()), std::logic_error);
+}
+
+TEST_CASE("syncWait of a Task that was already awaited throws std::logic_error", "[syncwait]") {
+  auto awaitAndHandOver = []() -> Task<Task<int>> {
+    Task<int> inner = answer();
+    (void)co_await inner;
+    co_return std::move(inner);
+  };
+  Task<int> started = syncWait(awaitAndHandOver());
+  REQUIRE(started.valid());
+  CHECK_THROWS_AS(syncWait(std::move(started)), std::logic_error);
+}
+
+TEST_CASE("a coroutine awaiting pool work inside syncWait resumes on the calling thread", "[syncwait][affinity]") {
+  ThreadPoolExecutor pool(taggedPool("sw", 2, 2, WorkQueue::bounded(16)));
+  const std::thread::id home = std::this_thread::get_id();
+  int resumedAtHome = 0;
+  CHECK(syncWait(awaitPoolWork(pool, 100, home, resumedAtHome)) == 4950);
+  CHECK(resumedAtHome == 100);
+}
+
+TEST_CASE("syncWait returns once a Task that hopped to a pool finishes there", "[syncwait][resumeon]") {
+  ThreadPoolExecutor pool(taggedPool("hop", 1, 1, WorkQueue::bounded(4)));
+  auto hop = [](ThreadPoolExecutor& p) -> Task<std::string> {
+    co_await resumeOn(p);
+    co_return std::string(currentTag);
+  };
+  CHECK(syncWait(hop(pool)) == "hop");
+}
+
+TEST_CASE("syncWait nested in a coroutine restores the outer run loop", "[syncwait][affinity]") {
+  ThreadPoolExecutor pool(taggedPool("nest", 1, 1, WorkQueue::bounded(4)));
+  const std::thread::id home = std::this_thread::get_id();
+  auto outer = [](ThreadPoolExecutor& p, std::thread::id h) -> Task<int> {
+    int innerResumedAtHome = 0;
+    const int inner = syncWait(awaitPoolWork(p, 3, h, innerResumedAtHome));
+    Future<int> future = p.submit([] { return 10; });
+    const int after = co_await future;  // resumes through the outer loop
+    const bool atHome = std::this_thread::get_id() == h;
+    co_return (atHome && innerResumedAtHome == 3) ? inner + after : -1;
+  };
+  CHECK(syncWait(outer(pool, home)) == 13);
+}
+
+TEST_CASE("syncWait on a pool thread throws std::logic_error", "[syncwait][blocking]") {
+  ThreadPoolExecutor pool(taggedPool("swp", 1, 1, WorkQueue::bounded(4)));
+  Future<bool> refused = pool.submit([] {
+    try {
+      (void)syncWait(answer());
+    } catch (const std::logic_error& e) {
+      return std::string(e.what()).find("pool 'swp'") != std::string::npos;
+    }
+    return false;
+  });
+  CHECK(refused.get());
+  // And from a coroutine task of that pool.
+  Future<bool> refusedInCoroutine = pool.submit([]() -> Task<bool> {
+    try {
+      (void)syncWait(answer());
+    } catch (const std::logic_error&) {
+      co_return true;
+    }
+    co_return false;
+  });
+  CHECK(refusedInCoroutine.get());
+}
+
+TEST_CASE("syncWait may be called from several plain threads at once", "[syncwait]") {
+  ThreadPoolExecutor pool(taggedPool("many", 2, 2, WorkQueue::bounded(64)));
+  constexpr int kThreads = 4;
+  std::atomic<int> resumedAtHomeTotal{0};
+  std::atomic<int> sumTotal{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      int resumedAtHome = 0;
+      sumTotal += syncWait(awaitPoolWork(pool, 50, std::this_thread::get_id(), resumedAtHome));
+      resumedAtHomeTotal += resumedAtHome;
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  CHECK(sumTotal.load() == kThreads * 1225);
+  CHECK(resumedAtHomeTotal.load() == kThreads * 50);
+}
