@@ -2,6 +2,7 @@
 // and the checks that refuse blocking waits on a pool's own threads.
 
 #include <atomic>
+#include <cstdint>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -103,31 +104,57 @@ void checkSyncWaitAllowed() {
 
 // ---- RunLoop -----------------------------------------------------------------
 
-struct RunLoop::State {
+class RunLoop::State final : public Scheduler {
+ public:
+  void post(std::coroutine_handle<> handle) noexcept override {
+    {
+      std::lock_guard lock(mutex);
+      if (!closed) {
+        try {
+          ready.push(handle);
+        } catch (...) {
+          std::fputs("coexec: fatal: out of memory queueing a continuation for syncWait\n", stderr);
+          std::terminate();
+        }
+        wake.notify_one();
+        return;
+      }
+    }
+    resume(handle);  // syncWait has returned: go on on this thread
+  }
+  bool retain() noexcept override {
+    refs.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  void release() noexcept override {
+    // acq_rel: the last owner sees every other owner's use before deleting.
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  std::atomic<std::uint32_t> refs{1};  // syncWait's RunLoop, plus each awaiter that recorded it
   std::mutex mutex;
   std::condition_variable wake;
   RingBuffer<std::coroutine_handle<>> ready;  // guarded by mutex; no allocation in steady state
   bool finished = false;                      // guarded by mutex
+  bool closed = false;                        // guarded by mutex
 };
 
 RunLoop::RunLoop() : state_(new State) {}
-RunLoop::~RunLoop() { delete state_; }
 
-void RunLoop::post(std::coroutine_handle<> handle) noexcept {
-  std::lock_guard lock(state_->mutex);
-  try {
-    state_->ready.push(handle);
-  } catch (...) {
-    std::fputs("coexec: fatal: out of memory queueing a continuation for syncWait\n", stderr);
-    std::terminate();
+RunLoop::~RunLoop() {
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->closed = true;
   }
-  state_->wake.notify_one();  // under the lock: the loop may be destroyed as soon as it is released
+  state_->release();
 }
+
+Scheduler* RunLoop::scheduler() const noexcept { return state_; }
 
 void RunLoop::finish() noexcept {
   std::lock_guard lock(state_->mutex);
   state_->finished = true;
-  state_->wake.notify_one();
+  state_->wake.notify_one();  // under the lock: the loop may end as soon as it is released
 }
 
 void RunLoop::run() {

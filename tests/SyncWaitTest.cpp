@@ -157,3 +157,50 @@ TEST_CASE("syncWait may be called from several plain threads at once", "[syncwai
   CHECK(sumTotal.load() == kThreads * 1225);
   CHECK(resumedAtHomeTotal.load() == kThreads * 50);
 }
+
+TEST_CASE("a coroutine that syncWait started and that outlives it resumes on the thread that completes its await",
+          "[syncwait][lifetime]") {
+  // callerRuns starts a fire-and-forget coroutine on the syncWait thread; it
+  // suspends on a Future of another pool, and syncWait returns before that
+  // Future completes. The loop it recorded is closed by then: the coroutine
+  // goes on on the thread that completed the Future.
+  coexec::test::Gate releaseBlocker;
+  coexec::test::Gate releaseRemote;
+  coexec::test::Counter blockerStarted;
+  coexec::test::Counter finished;
+  std::atomic<bool> resumedOnRemote{false};
+  coexec::ThreadPoolOptions options = taggedPool("full", 1, 1, WorkQueue::bounded(1));
+  options.rejectionPolicy = coexec::RejectionPolicy::callerRuns();
+  ThreadPoolExecutor remote(taggedPool("remote", 1, 1, WorkQueue::bounded(4)));
+  ThreadPoolExecutor full(std::move(options));
+  struct OpenBoth {
+    coexec::test::Gate& a;
+    coexec::test::Gate& b;
+    ~OpenBoth() {
+      a.open();
+      b.open();
+    }
+  } openBoth{releaseBlocker, releaseRemote};
+  full.execute([&] {
+    blockerStarted.arrive();
+    releaseBlocker.wait();
+  });
+  REQUIRE(blockerStarted.waitFor(1));
+  full.execute([] {});  // fills the queue: the next execute runs in the caller
+  syncWait([&]() -> Task<void> {
+    full.execute([&remote, &releaseRemote, &resumedOnRemote, &finished]() -> Task<void> {
+      Future<int> later = remote.submit([&releaseRemote] {
+        releaseRemote.wait();
+        return 1;
+      });
+      (void)co_await later;
+      resumedOnRemote = currentTag == "remote";
+      finished.arrive();
+    });
+    co_return;
+  }());
+  releaseRemote.open();
+  REQUIRE(finished.waitFor(1));
+  CHECK(resumedOnRemote.load());
+  releaseBlocker.open();
+}

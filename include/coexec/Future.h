@@ -148,22 +148,31 @@ class FutureAwaiter {
   }
   bool await_ready() const { return core_->isDone(); }
   bool await_suspend(std::coroutine_handle<> awaiting) {
-    scheduler_ = currentScheduler();
+    Scheduler* scheduler = currentScheduler();
+    const bool retained = scheduler != nullptr && scheduler->retain();
+    scheduler_ = scheduler;
+    retained_ = retained;
     awaiting_ = awaiting;
     // After this returns true, another thread may resume the coroutine (and
     // destroy this awaiter): touch nothing of `this` afterwards.
-    return core_->setContinuation(&FutureAwaiter::resume, this);
+    if (core_->setContinuation(&FutureAwaiter::resume, this)) return true;
+    if (retained) scheduler->release();  // already done: resume at once, here
+    return false;
   }
   R await_resume() { return core_->takeResult(); }
 
  private:
   static void resume(void* self) noexcept {
     auto* awaiter = static_cast<FutureAwaiter*>(self);
-    resumeFor(awaiter->scheduler_, awaiter->awaiting_);
+    Scheduler* const scheduler = awaiter->scheduler_;  // the awaiter may be gone once resumed
+    const bool retained = awaiter->retained_;
+    resumeFor(scheduler, awaiter->awaiting_);
+    if (retained) scheduler->release();
   }
 
   Ref<ResultCore<R>> core_;
   Scheduler* scheduler_ = nullptr;
+  bool retained_ = false;
   std::coroutine_handle<> awaiting_;
 };
 

@@ -12,21 +12,26 @@ namespace coexec {
 namespace detail {
 
 /// The event loop syncWait() runs on its thread: coroutines that suspend
-/// inside syncWait resume here.
-class COEXEC_EXPORT RunLoop final : public Scheduler {
+/// inside syncWait resume here. Its state is reference-counted: a coroutine
+/// that syncWait started but that outlives it (a fire-and-forget coroutine
+/// run by callerRuns, say) can still post to it, and is then resumed on the
+/// posting thread instead.
+class COEXEC_EXPORT RunLoop {
  public:
   RunLoop();
   RunLoop(const RunLoop&) = delete;
   RunLoop& operator=(const RunLoop&) = delete;
+  /// Closes the loop: later posts resume on the posting thread.
   ~RunLoop();
-  void post(std::coroutine_handle<> handle) noexcept override;
+  /// The scheduler that posts to this loop.
+  [[nodiscard]] Scheduler* scheduler() const noexcept;
   /// Makes run() return once the posted work is done. Any thread.
   void finish() noexcept;
   /// Resumes posted coroutines on this thread until finish().
   void run();
 
  private:
-  struct State;
+  class State;
   State* state_;
 };
 
@@ -53,7 +58,7 @@ T syncWait(Task<T> task) {
   struct RestoreScheduler {
     detail::Scheduler* previous;
     ~RestoreScheduler() { detail::exchangeCurrentScheduler(previous); }
-  } restore{detail::exchangeCurrentScheduler(&loop)};
+  } restore{detail::exchangeCurrentScheduler(loop.scheduler())};
   detail::resume(handle);
   loop.run();
   return handle.promise().result();

@@ -14,6 +14,13 @@ class COEXEC_EXPORT Scheduler {
   /// Resumes `handle` on one of this scheduler's threads. Continuations are
   /// admitted work: never rejected. Never blocks; never throws.
   virtual void post(std::coroutine_handle<> handle) noexcept = 0;
+  /// An awaiter that recorded this scheduler keeps it alive until it has
+  /// posted its continuation (a syncWait loop may end before a coroutine it
+  /// started resumes). Returns false if the scheduler is not reference
+  /// counted (pools, which must outlive their coroutines): release() must
+  /// then not be called, since the scheduler may be gone once post() returns.
+  virtual bool retain() noexcept { return false; }
+  virtual void release() noexcept {}
 
  protected:
   ~Scheduler() = default;
