@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <coroutine>
 #include <cstddef>
@@ -42,6 +43,16 @@ void printDropped(std::string_view what, std::string_view poolName, std::string_
 /// even after shutdown) and run before queued tasks. `inFlight_` counts
 /// coroutine tasks that started and have not finished; the pool does not
 /// terminate while any is in flight.
+///
+/// Work stealing: a task submitted from one of the pool's own threads (a task
+/// forking subtasks, a coroutine submitting the next step) goes to that
+/// worker's local queue, which it serves newest first (depth first, like a
+/// call stack) without the pool's lock, and which idle workers steal from,
+/// oldest first. A push wakes an idle worker to steal (a task may block
+/// waiting for its subtask, so a subtask must never be reachable by its
+/// submitter's thread alone). The bound of bounded(n) applies to outside submissions; the
+/// local queues are work the pool has already admitted. Priority and
+/// synchronous queues keep every task in the shared path.
 class PoolImpl final : public Scheduler, public CoroutineObserver {
  public:
   PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options);
@@ -50,10 +61,14 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     std::size_t number = 0;
     std::string name;
     std::thread thread;
-    Ref<TaskCore> current;  // the task it runs now; guarded by mutex_
     Ref<TaskCore> handoff;  // a task handed to it while idle; guarded by mutex_
     bool signalled = false;  // woken by the pool; guarded by mutex_
     std::condition_variable wake;
+    // Lock order: the pool's mutex_, then a worker's localMutex.
+    std::mutex localMutex;
+    Ref<TaskCore> current;         // the task it runs now; guarded by localMutex
+    RingBuffer<Ref<TaskCore>> local;        // guarded by localMutex; the owner pops newest, thieves oldest
+    std::atomic<std::size_t> localSize{0};  // local.size(), readable without the lock
   };
 
   /// Failures of the thread factory, collected under the lock and reported to
@@ -71,6 +86,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   PoolStats statsLocked() const;
   // Requires: mutex_ held. Wakes the most recently idle worker; false if none.
   bool wakeOneLocked();
+  // Requires: mutex_ held. New work is available: wake an idle worker.
+  bool notifyWorkLocked();
   // Requires: mutex_ held. Wakes every idle worker (shutdown, configuration).
   void wakeAllLocked();
   // Requires: mutex_ held. synchronous(): gives `task` to an idle worker.
@@ -78,6 +95,10 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   const char* saturationReasonLocked(bool factoryFailed) const;
 
   void runWorker(Worker* worker, Ref<TaskCore> first);
+  /// From one of this pool's threads: queues `task` on that worker's local
+  /// queue. False (task untouched) if the pool is not running or the queue
+  /// kind keeps every task shared.
+  bool tryPushLocal(PendingTask& task);
   // Scheduler: resume a continuation on this pool.
   void post(std::coroutine_handle<> handle) noexcept override;
   // CoroutineObserver: a coroutine task of this pool finished.
@@ -96,12 +117,34 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   const Hooks hooks_;
   const UncaughtExceptionHandler uncaughtHandler_;
 
-  mutable std::mutex mutex_;
+  alignas(64) mutable std::mutex mutex_;
   std::condition_variable roomAvailable_;  // block() producers; notified when a worker takes a task
   std::condition_variable terminated_;     // awaitTermination()
 
+  // Counters updated without the pool's lock. stats() reads the outcomes
+  // before taskCount, so that a snapshot never shows more outcomes than tasks.
+  // Each group on its own cache line: producers, workers and readers of the
+  // mirrors do not invalidate one another's lines.
+  alignas(64) std::atomic<std::uint64_t> taskCount_{0};
+  alignas(64) std::atomic<std::uint64_t> completed_{0};
+  std::atomic<std::uint64_t> failed_{0};
+  std::atomic<std::uint64_t> cancelled_{0};
+  std::atomic<std::size_t> active_{0};  // workers running a task or a continuation
+  alignas(64) std::atomic<std::size_t> localQueued_{0};
+  alignas(64) std::atomic<PoolState> stateMirror_{PoolState::running};  // state_, readable without the lock
+  std::atomic<std::size_t> idleCount_{0};                   // idleWorkers_.size(), ditto
+  std::atomic<std::size_t> poolSizeMirror_{0};              // workers_.size(), ditto
+  std::atomic<std::size_t> queueSizeMirror_{0};             // queue_.size(), ditto
+
+  std::atomic<std::size_t> coreMirror_{0};                  // corePoolSize_, ditto
+  const bool localQueues_;  // the queue kind allows local queues
+
+  alignas(64) std::mutex inFlightMutex_;
+  std::atomic<std::size_t> inFlight_{0};  // changed under inFlightMutex_
+  std::vector<TaskCore*> inFlightTasks_;  // guarded by inFlightMutex_; for shutdownNow(); unordered
+
   // Everything below is guarded by mutex_.
-  PoolState state_ = PoolState::running;
+  PoolState state_ = PoolState::running;  // write through setStateLocked()
   bool terminating_ = false;  // the terminated hook is running
   std::size_t corePoolSize_;
   std::size_t maximumPoolSize_;
@@ -109,19 +152,12 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   bool allowCoreThreadTimeOut_;
   TaskQueue queue_;
   RingBuffer<std::coroutine_handle<>> continuations_;
-  std::size_t inFlight_ = 0;
-  std::vector<TaskCore*> inFlightTasks_;  // for shutdownNow(); unordered
   std::list<Worker> workers_;
   std::vector<std::thread> exited_;  // threads of exited workers, not yet joined
   std::vector<Worker*> idleWorkers_;  // waiting for work, most recent last
-  std::size_t active_ = 0;           // workers running a task
   std::size_t blockedProducers_ = 0;
   std::size_t largestPoolSize_ = 0;
   std::size_t threadsCreated_ = 0;
-  std::uint64_t taskCount_ = 0;
-  std::uint64_t completed_ = 0;
-  std::uint64_t failed_ = 0;
-  std::uint64_t cancelled_ = 0;
   std::uint64_t discarded_ = 0;
   std::uint64_t drained_ = 0;
   std::uint64_t rejected_ = 0;
@@ -135,12 +171,29 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   };
   // Requires: mutex_ held. The next work for a worker; empty if it must exit.
   Work takeWorkLocked(Worker& worker, std::unique_lock<std::mutex>& lock);
-  // Requires: mutex_ held on entry and exit. Runs a task (or starts a
-  // coroutine task) with the lock released.
-  void runTaskUnlocked(Worker& worker, Ref<TaskCore> task, std::unique_lock<std::mutex>& lock);
+  // The newest task of the worker's own local queue, without the pool's lock.
+  Work popLocal(Worker& worker);
+  // Requires: mutex_ held. The oldest task of another worker's local queue.
+  Work stealLocked(Worker& thief);
+  // Requires: mutex_ held. True if some worker's local queue holds a task.
+  [[nodiscard]] bool anyLocalWorkLocked() const noexcept;
+
+  // Runs one work item without the pool's lock.
+  void execute(Worker& worker, Work work);
   RunResult runTask(Worker& worker, TaskCore& task);
-  void countLocked(Outcome outcome) noexcept;
+  void count(Outcome outcome) noexcept;
   [[nodiscard]] bool quiescentLocked() const noexcept;
+
+ public:
+  // Requires: mutex_ held.
+  void setStateLocked(PoolState state) noexcept {
+    state_ = state;
+    stateMirror_.store(state, std::memory_order_release);
+  }
+  // Requires: mutex_ held. Drains every worker's local queue, oldest first.
+  void drainLocalsLocked(std::vector<PendingTask>& into);
+
+ private:
   // Requires: mutex_ held.
   void workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& lock);
 };

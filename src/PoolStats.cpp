@@ -21,10 +21,11 @@ fmt::format_context::iterator fmt::formatter<coexec::PoolStats>::format(const co
   std::string capacity = s.queueCapacity == coexec::WorkQueue::kUnboundedCapacity ? std::string("unbounded")
                                                                                   : fmt::to_string(s.queueCapacity);
   std::string text = fmt::format(
-      "pool '{}' {}: size {} (core {}, max {}, largest {}), active {}, queued {}/{}, tasks {} (completed {}, "
+      "pool '{}' {}: size {} (core {}, max {}, largest {}), active {}, queued {}/{}{}, tasks {} (completed {}, "
       "failed {}, cancelled {}, discarded {}, drained {}), rejected {}",
       s.name, coexec::toString(s.state), s.poolSize, s.corePoolSize, s.maximumPoolSize, s.largestPoolSize,
-      s.activeCount, s.queueSize, capacity, s.taskCount, s.completedTaskCount, s.failedCount, s.cancelledCount,
+      s.activeCount, s.queueSize, capacity,
+      s.localQueueSize == 0 ? std::string() : fmt::format(" (+{} local)", s.localQueueSize), s.taskCount, s.completedTaskCount, s.failedCount, s.cancelledCount,
       s.discardedCount, s.drainedCount, s.rejectedCount);
   return fmt::formatter<std::string_view>::format(text, ctx);
 }

@@ -28,6 +28,14 @@ class RingBuffer {
     --size_;
     return value;
   }
+  /// Precondition: !empty(). The newest element.
+  T popBack() {
+    const std::size_t last = (head_ + size_ - 1) % slots_.size();
+    T value = std::move(slots_[last]);
+    slots_[last] = T();
+    --size_;
+    return value;
+  }
   /// Element i from the front (0 = next to pop).
   T& at(std::size_t i) noexcept { return slots_[(head_ + i) % slots_.size()]; }
   /// Keeps the elements for which `keep` is true, in order; returns the others.

@@ -5,13 +5,13 @@
 
 namespace coexec::detail {
 
-bool TaskQueue::offer(PendingTask& task) {
+bool TaskQueue::offer(PendingTask& task, std::size_t alsoQueued) {
   switch (spec_.kind()) {
     case WorkQueue::Kind::synchronous:
       return false;
     case WorkQueue::Kind::bounded:
     case WorkQueue::Kind::priority:
-      if (size() >= spec_.capacity()) return false;
+      if (size() + alsoQueued >= spec_.capacity()) return false;
       break;
     case WorkQueue::Kind::unbounded:
       break;

@@ -19,6 +19,7 @@ namespace {
 
 thread_local PoolImpl* tlsPool = nullptr;
 thread_local const std::string* tlsWorkerName = nullptr;
+thread_local PoolImpl::Worker* tlsWorker = nullptr;
 thread_local Scheduler* tlsScheduler = nullptr;
 
 std::string describe(const std::exception_ptr& error) {
@@ -87,11 +88,15 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
       factory_(std::move(options.threadFactory)),
       hooks_(std::move(options.hooks)),
       uncaughtHandler_(std::move(options.uncaughtExceptionHandler)),
+      localQueues_(options.workQueue.kind() == WorkQueue::Kind::bounded ||
+                   options.workQueue.kind() == WorkQueue::Kind::unbounded),
       corePoolSize_(options.corePoolSize),
       maximumPoolSize_(options.maximumPoolSize),
       keepAliveTime_(options.keepAliveTime),
       allowCoreThreadTimeOut_(options.allowCoreThreadTimeOut),
-      queue_(options.workQueue) {}
+      queue_(options.workQueue) {
+  coreMirror_.store(corePoolSize_, std::memory_order_relaxed);
+}
 
 bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   task.core_->owner = this;
@@ -101,9 +106,10 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   // 2. The queue (for synchronous(): a hand-off to an idle thread).
   if (queueSpec_.kind() == WorkQueue::Kind::synchronous) {
     if (handOffLocked(task)) return true;
-  } else if (queue_.offer(task)) {
-    ++taskCount_;
-    if (!wakeOneLocked() && workers_.empty()) {
+  } else if (queue_.offer(task, localQueued_.load(std::memory_order_relaxed))) {
+    queueSizeMirror_.store(queue_.size(), std::memory_order_relaxed);
+    taskCount_.fetch_add(1, std::memory_order_relaxed);
+    if (!notifyWorkLocked() && workers_.empty()) {
       // Core 0, or every thread failed to start or timed out: someone must run
       // it. If the factory fails here too, the task waits in the queue for the
       // next thread that starts (the next submission, or shutdown()).
@@ -118,6 +124,7 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
 
 bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
   auto it = workers_.emplace(workers_.end());
+  poolSizeMirror_.store(workers_.size(), std::memory_order_relaxed);
   Worker* worker = &*it;
   worker->number = ++threadsCreated_;
   worker->name = fmt::format("{}-{}", name_, worker->number);
@@ -135,12 +142,14 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
   } catch (...) {
     errors.push_back(std::current_exception());
     workers_.erase(it);
+    poolSizeMirror_.store(workers_.size(), std::memory_order_relaxed);
     return false;
   }
   if (first.valid()) {
+    std::lock_guard local(worker->localMutex);
     worker->current = std::move(first.core_);  // the worker owns it now; shutdownNow() can see it
-    ++taskCount_;
-    ++active_;
+    taskCount_.fetch_add(1, std::memory_order_relaxed);
+    active_.fetch_add(1, std::memory_order_relaxed);
   }
   largestPoolSize_ = std::max(largestPoolSize_, workers_.size());
   return true;
@@ -154,6 +163,7 @@ const char* PoolImpl::saturationReasonLocked(bool factoryFailed) const {
 
 void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
   tlsPool = this;
+  tlsWorker = worker;
   tlsWorkerName = &worker->name;
   exchangeCurrentScheduler(this);
   std::vector<std::thread> toJoin;
@@ -164,43 +174,44 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
   for (std::thread& t : toJoin) t.join();  // reap threads of workers that exited earlier
   toJoin.clear();
 
-  std::unique_lock lock(mutex_);
   // A worker started with a first task counts as active from its creation
   // (addWorkerLocked), so that activeCount never lags behind taskCount.
-  if (first) {
-    runTaskUnlocked(*worker, std::move(first), lock);
-  }
-  while (Work work = takeWorkLocked(*worker, lock)) {
-    if (!work.counted) ++active_;
-    if (work.continuation) {
-      lock.unlock();
-      resume(work.continuation);
-      lock.lock();
-      --active_;
-    } else {
-      runTaskUnlocked(*worker, std::move(work.task), lock);
+  if (first) execute(*worker, Work{std::move(first), {}, true});
+  while (true) {
+    Work work = popLocal(*worker);
+    if (!work) {
+      std::unique_lock lock(mutex_);
+      work = takeWorkLocked(*worker, lock);
+      if (!work) {
+        workerExitedLocked(worker, lock);
+        break;
+      }
     }
+    execute(*worker, std::move(work));
   }
-  workerExitedLocked(worker, lock);
   exchangeCurrentScheduler(nullptr);
   tlsWorkerName = nullptr;
+  tlsWorker = nullptr;
   tlsPool = nullptr;
 }
 
-void PoolImpl::runTaskUnlocked(Worker& worker, Ref<TaskCore> task, std::unique_lock<std::mutex>& lock) {
-  // Requires: mutex_ held, active_ already counts this task.
-  worker.current = task;
-  if (!task->tryStart()) {  // cancelled while queued
-    ++cancelled_;
-    --active_;
-    worker.current = Ref<TaskCore>();
-    lock.unlock();
-    task = Ref<TaskCore>();  // user captures are destroyed outside the lock
-    lock.lock();
+void PoolImpl::execute(Worker& worker, Work work) {
+  if (!work.counted) active_.fetch_add(1, std::memory_order_relaxed);
+  if (work.continuation) {
+    resume(work.continuation);
+    active_.fetch_sub(1, std::memory_order_relaxed);
     return;
   }
-  lock.unlock();
-  if (task->isCoroutine()) {
+  Ref<TaskCore> task = std::move(work.task);
+  // Only a task with a token can observe shutdownNow(): track just those.
+  const bool tracked = task->hasToken();
+  if (tracked) {
+    std::lock_guard local(worker.localMutex);
+    worker.current = task;
+  }
+  if (!task->tryStart()) {  // cancelled while queued
+    cancelled_.fetch_add(1, std::memory_order_relaxed);
+  } else if (task->isCoroutine()) {
     const TaskInfo info{name_, worker.name, task->hasFuture(), task->priority()};
     bool started = true;
     if (hooks_.beforeExecute) {
@@ -211,46 +222,126 @@ void PoolImpl::runTaskUnlocked(Worker& worker, Ref<TaskCore> task, std::unique_l
         task->failRunning(error);
         if (!task->hasFuture()) reportUncaught(error, info);
         started = false;
+        failed_.fetch_add(1, std::memory_order_relaxed);
       }
     }
     if (started) {
-      lock.lock();
-      ++inFlight_;
-      inFlightTasks_.push_back(task.get());
-      lock.unlock();
+      {
+        std::lock_guard lock(inFlightMutex_);
+        inFlight_.fetch_add(1, std::memory_order_relaxed);
+        inFlightTasks_.push_back(task.get());
+      }
       task->startCoroutine(this);  // counted by coroutineFinished(), maybe before this returns
     }
-    task = Ref<TaskCore>();
-    lock.lock();
-    if (!started) ++failed_;
   } else {
-    const RunResult result = runTask(worker, *task);
-    task = Ref<TaskCore>();
-    lock.lock();
-    countLocked(result.outcome);
+    count(runTask(worker, *task).outcome);
   }
-  --active_;
-  worker.current = Ref<TaskCore>();
+  if (tracked) {
+    std::lock_guard local(worker.localMutex);
+    worker.current = Ref<TaskCore>();
+  }
+  task = Ref<TaskCore>();  // user captures are destroyed here, outside every lock
+  active_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void PoolImpl::countLocked(Outcome outcome) noexcept {
+void PoolImpl::count(Outcome outcome) noexcept {
   switch (outcome) {
-    case Outcome::completed: ++completed_; break;
-    case Outcome::failed: ++failed_; break;
-    case Outcome::cancelled: ++cancelled_; break;
+    case Outcome::completed: completed_.fetch_add(1, std::memory_order_relaxed); break;
+    case Outcome::failed: failed_.fetch_add(1, std::memory_order_relaxed); break;
+    case Outcome::cancelled: cancelled_.fetch_add(1, std::memory_order_relaxed); break;
   }
 }
 
-bool PoolImpl::quiescentLocked() const noexcept { return continuations_.empty() && inFlight_ == 0; }
+bool PoolImpl::quiescentLocked() const noexcept {
+  return continuations_.empty() && inFlight_.load(std::memory_order_acquire) == 0 && !anyLocalWorkLocked();
+}
+
+bool PoolImpl::tryPushLocal(PendingTask& task) {
+  Worker* worker = tlsWorker;
+  if (!localQueues_ || worker == nullptr || tlsPool != this) return false;
+  // Below corePoolSize, admission starts a new thread for the task (step 1):
+  // the task must not wait behind its submitter.
+  if (poolSizeMirror_.load(std::memory_order_relaxed) < coreMirror_.load(std::memory_order_relaxed)) return false;
+  // The capacity of bounded(n) covers the local queues too.
+  if (queueSpec_.kind() == WorkQueue::Kind::bounded &&
+      queueSizeMirror_.load(std::memory_order_relaxed) + localQueued_.load(std::memory_order_relaxed) >=
+          queueSpec_.capacity()) {
+    return false;
+  }
+  {
+    std::lock_guard local(worker->localMutex);
+    // Checked under localMutex: shutdownNow() stores STOP before it drains the
+    // local queues under the same mutexes, so a task is either drained or
+    // refused, never stranded.
+    if (stateMirror_.load(std::memory_order_acquire) != PoolState::running) return false;
+    task.core_->owner = this;
+    taskCount_.fetch_add(1, std::memory_order_relaxed);  // before anyone can run it
+    localQueued_.fetch_add(1, std::memory_order_relaxed);
+    worker->local.push(std::move(task.core_));
+    // seq_cst store, then seq_cst load of idleCount_: pairs with a parking
+    // worker that stores idleCount_ and then loads every localSize, so one of
+    // the two sees the other (no lost wake-up).
+    worker->localSize.store(worker->local.size(), std::memory_order_seq_cst);
+  }
+  if (idleCount_.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard lock(mutex_);
+    notifyWorkLocked();
+  }
+  return true;
+}
+
+PoolImpl::Work PoolImpl::popLocal(Worker& worker) {
+  if (worker.localSize.load(std::memory_order_relaxed) == 0) return {};
+  std::lock_guard local(worker.localMutex);
+  if (worker.local.empty()) return {};
+  Work work{worker.local.popBack(), {}, false};
+  worker.localSize.store(worker.local.size(), std::memory_order_relaxed);
+  localQueued_.fetch_sub(1, std::memory_order_relaxed);
+  return work;
+}
+
+PoolImpl::Work PoolImpl::stealLocked(Worker& thief) {
+  for (Worker& victim : workers_) {
+    if (&victim == &thief || victim.localSize.load(std::memory_order_relaxed) == 0) continue;
+    std::lock_guard local(victim.localMutex);
+    if (victim.local.empty()) continue;
+    Work work{victim.local.pop(), {}, false};
+    victim.localSize.store(victim.local.size(), std::memory_order_relaxed);
+    localQueued_.fetch_sub(1, std::memory_order_relaxed);
+    return work;
+  }
+  return {};
+}
+
+bool PoolImpl::anyLocalWorkLocked() const noexcept {
+  for (const Worker& worker : workers_) {
+    if (worker.localSize.load(std::memory_order_seq_cst) > 0) return true;
+  }
+  return false;
+}
+
+void PoolImpl::drainLocalsLocked(std::vector<PendingTask>& into) {
+  for (Worker& worker : workers_) {
+    std::lock_guard local(worker.localMutex);
+    while (!worker.local.empty()) {
+      into.push_back(PendingTask(worker.local.pop()));
+      localQueued_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    worker.localSize.store(0, std::memory_order_relaxed);
+  }
+}
 
 bool PoolImpl::wakeOneLocked() {
   if (idleWorkers_.empty()) return false;
   Worker* worker = idleWorkers_.back();
   idleWorkers_.pop_back();
+  idleCount_.store(idleWorkers_.size(), std::memory_order_relaxed);
   worker->signalled = true;
   worker->wake.notify_one();
   return true;
 }
+
+bool PoolImpl::notifyWorkLocked() { return wakeOneLocked(); }
 
 void PoolImpl::wakeAllLocked() {
   while (wakeOneLocked()) {
@@ -261,38 +352,50 @@ bool PoolImpl::handOffLocked(PendingTask& task) {
   if (idleWorkers_.empty()) return false;
   Worker* worker = idleWorkers_.back();
   worker->handoff = std::move(task.core_);
-  worker->current = worker->handoff;
-  ++active_;
-  ++taskCount_;
+  active_.fetch_add(1, std::memory_order_relaxed);
+  taskCount_.fetch_add(1, std::memory_order_relaxed);
   wakeOneLocked();
   return true;
 }
 
 PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mutex>& lock) {
   using Clock = std::chrono::steady_clock;
-  const auto idleSince = Clock::now();
+  Clock::time_point idleSince{};  // read the clock only once there is nothing to do
   bool waited = false;
   while (true) {
     if (worker.handoff) return Work{std::move(worker.handoff), {}, true};
     // Continuations first: they finish work already admitted, even after shutdown.
-    if (!continuations_.empty()) return Work{{}, continuations_.pop()};
-    if (state_ == PoolState::stop && inFlight_ == 0) return {};
-    if (state_ == PoolState::shutdown && queue_.empty() && inFlight_ == 0) return {};
+    if (!continuations_.empty()) {
+      Work work{{}, continuations_.pop(), false};
+      return work;
+    }
+    const std::size_t inFlight = inFlight_.load(std::memory_order_acquire);
+    if (state_ == PoolState::stop && inFlight == 0) return {};
+    if (state_ == PoolState::shutdown && queue_.empty() && inFlight == 0 && !anyLocalWorkLocked()) return {};
     const std::size_t size = workers_.size();
     // Above max (after setMaximumPoolSize): exit, unless we are the last thread
     // and there is queued work.
     if (size > maximumPoolSize_ && (size > 1 || queue_.empty())) return {};
     if (PendingTask next = queue_.poll(); next.valid()) {
+      queueSizeMirror_.store(queue_.size(), std::memory_order_relaxed);
       if (blockedProducers_ > 0) roomAvailable_.notify_all();
-      return Work{std::move(next.core_), {}};
+      return Work{std::move(next.core_), {}, false};
     }
+    if (Work stolen = stealLocked(worker)) return stolen;
     const bool timed = allowCoreThreadTimeOut_ || size > corePoolSize_;
+    if (idleSince == Clock::time_point{}) idleSince = Clock::now();
     const auto deadline = idleSince + std::chrono::duration_cast<Clock::duration>(keepAliveTime_);
     // An idle thread may time out even while coroutines are in flight: a
     // continuation posted to a pool without threads starts one.
     if (timed && waited && Clock::now() >= deadline) return {};
     worker.signalled = false;
     idleWorkers_.push_back(&worker);
+    idleCount_.store(idleWorkers_.size(), std::memory_order_seq_cst);
+    if (anyLocalWorkLocked()) {  // pushed before it could see us idle: take it instead of sleeping
+      idleWorkers_.pop_back();
+      idleCount_.store(idleWorkers_.size(), std::memory_order_relaxed);
+      continue;
+    }
     if (blockedProducers_ > 0) roomAvailable_.notify_all();  // an idle thread is room for a hand-off
     if (timed) {
       worker.wake.wait_until(lock, deadline, [&] { return worker.signalled; });
@@ -301,6 +404,7 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
     }
     if (!worker.signalled) {  // timed out: leave the idle stack
       idleWorkers_.erase(std::find(idleWorkers_.begin(), idleWorkers_.end(), &worker));
+      idleCount_.store(idleWorkers_.size(), std::memory_order_relaxed);
     }
     waited = true;
   }
@@ -312,7 +416,7 @@ void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
     std::lock_guard lock(mutex_);
     if (state_ != PoolState::terminated) {
       continuations_.push(handle);
-      if (wakeOneLocked() || !workers_.empty()) return;  // else a busy worker takes it next
+      if (notifyWorkLocked() || !workers_.empty()) return;  // else a busy worker takes it next
       PendingTask none;
       if (addWorkerLocked(none, errors)) return;
       continuations_.extractIf([handle](std::coroutine_handle<> h) { return h == handle; });
@@ -335,15 +439,20 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
     }
   }
   if (result.outcome == Outcome::failed && !task.hasFuture()) reportUncaught(result.error, info);
-  std::unique_lock lock(mutex_);
-  --inFlight_;
-  const auto it = std::find(inFlightTasks_.begin(), inFlightTasks_.end(), &task);
-  if (it != inFlightTasks_.end()) {
-    *it = inFlightTasks_.back();
-    inFlightTasks_.pop_back();
+  count(result.outcome);
+  std::size_t left = 0;
+  {
+    std::lock_guard inFlightLock(inFlightMutex_);
+    const auto it = std::find(inFlightTasks_.begin(), inFlightTasks_.end(), &task);
+    if (it != inFlightTasks_.end()) {
+      *it = inFlightTasks_.back();
+      inFlightTasks_.pop_back();
+    }
+    left = inFlight_.fetch_sub(1, std::memory_order_acq_rel) - 1;
   }
-  countLocked(result.outcome);
-  if (inFlight_ == 0 && state_ != PoolState::running) {
+  if (left != 0 || stateMirror_.load(std::memory_order_acquire) == PoolState::running) return;
+  std::unique_lock lock(mutex_);
+  if (inFlight_.load(std::memory_order_acquire) == 0 && state_ != PoolState::running) {
     wakeAllLocked();
     tryTerminateLocked(lock);
   }
@@ -376,6 +485,7 @@ RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
 void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& lock) {
   exited_.push_back(std::move(worker->thread));
   workers_.remove_if([worker](const Worker& w) { return &w == worker; });
+  poolSizeMirror_.store(workers_.size(), std::memory_order_relaxed);
   if (blockedProducers_ > 0) roomAvailable_.notify_all();  // room for a new thread
   if (workers_.empty() && ((!queue_.empty() && state_ != PoolState::stop) || !continuations_.empty())) {
     // Never leave queued work without a thread (the pool was resized or all
@@ -407,27 +517,30 @@ void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
     }
     lock.lock();
   }
-  state_ = PoolState::terminated;
+  setStateLocked(PoolState::terminated);
   terminating_ = false;
   terminated_.notify_all();
 }
 
 PoolStats PoolImpl::statsLocked() const {
   PoolStats s;
+  // Outcomes before taskCount (acquire): every outcome counted was admitted
+  // first, so the snapshot never shows more outcomes than tasks.
+  s.completedTaskCount = completed_.load(std::memory_order_acquire);
+  s.failedCount = failed_.load(std::memory_order_acquire);
+  s.cancelledCount = cancelled_.load(std::memory_order_acquire);
+  s.taskCount = taskCount_.load(std::memory_order_acquire);
   s.name = name_;
   s.state = state_;
   s.corePoolSize = corePoolSize_;
   s.maximumPoolSize = maximumPoolSize_;
   s.poolSize = workers_.size();
-  s.activeCount = active_;
+  s.activeCount = active_.load(std::memory_order_relaxed);
   s.largestPoolSize = largestPoolSize_;
-  s.taskCount = taskCount_;
-  s.completedTaskCount = completed_;
   s.queueSize = queue_.size();
+  s.localQueueSize = localQueued_.load(std::memory_order_relaxed);
   s.queueCapacity = queueSpec_.capacity();
   s.rejectedCount = rejected_;
-  s.failedCount = failed_;
-  s.cancelledCount = cancelled_;
   s.discardedCount = discarded_;
   s.drainedCount = drained_;
   return s;
@@ -504,6 +617,7 @@ void ThreadPoolExecutor::throwEmptyCallable(const char* operation) {
 
 void ThreadPoolExecutor::admit(PendingTask task) {
   detail::PoolImpl& p = *impl_;
+  if (p.tryPushLocal(task)) return;  // from one of our own threads: its local queue
   detail::PoolImpl::FactoryErrors errors;
   {
     std::lock_guard lock(p.mutex_);
@@ -520,6 +634,7 @@ void ThreadPoolExecutor::admit(PendingTask task) {
 
 bool ThreadPoolExecutor::tryAdmit(PendingTask& task) {
   detail::PoolImpl& p = *impl_;
+  if (p.tryPushLocal(task)) return true;
   detail::PoolImpl::FactoryErrors errors;
   bool admitted = false;
   {
@@ -548,6 +663,7 @@ bool ThreadPoolExecutor::evictOldest() {
     std::lock_guard lock(p.mutex_);
     if (p.state_ != PoolState::running) return false;
     victim = p.queue_.poll();
+    p.queueSizeMirror_.store(p.queue_.size(), std::memory_order_relaxed);
     if (!victim.valid()) return false;
     if (victim.isCancelled()) {
       ++p.cancelled_;
@@ -592,7 +708,7 @@ bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds
 void ThreadPoolExecutor::shutdown() {
   detail::PoolImpl& p = *impl_;
   std::unique_lock lock(p.mutex_);
-  if (p.state_ == PoolState::running) p.state_ = PoolState::shutdown;
+  if (p.state_ == PoolState::running) p.setStateLocked(PoolState::shutdown);
   detail::PoolImpl::FactoryErrors errors;
   if (p.workers_.empty() && !p.queue_.empty() && p.state_ == PoolState::shutdown) {
     PendingTask none;  // queued work whose thread failed to start: try again to drain it
@@ -612,8 +728,11 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
   std::vector<detail::Ref<detail::TaskCore>> running;
   {
     std::unique_lock lock(p.mutex_);
-    if (p.state_ == PoolState::running || p.state_ == PoolState::shutdown) p.state_ = PoolState::stop;
-    for (PendingTask& task : p.queue_.drain()) {
+    if (p.state_ == PoolState::running || p.state_ == PoolState::shutdown) p.setStateLocked(PoolState::stop);
+    std::vector<PendingTask> queued = p.queue_.drain();
+    p.queueSizeMirror_.store(p.queue_.size(), std::memory_order_relaxed);
+    p.drainLocalsLocked(queued);  // after the shared queue: it holds the older tasks
+    for (PendingTask& task : queued) {
       if (task.isCancelled()) {
         ++p.cancelled_;
         cancelled.push_back(std::move(task));
@@ -623,11 +742,15 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
       }
     }
     for (auto& worker : p.workers_) {
+      std::lock_guard local(worker.localMutex);
       if (worker.current) running.push_back(worker.current);
     }
-    for (detail::TaskCore* task : p.inFlightTasks_) {
-      task->addRef();
-      running.push_back(detail::Ref<detail::TaskCore>::adopt(task));
+    {
+      std::lock_guard inFlightLock(p.inFlightMutex_);
+      for (detail::TaskCore* task : p.inFlightTasks_) {
+        task->addRef();  // alive: coroutineFinished() removes it under this mutex before releasing it
+        running.push_back(detail::Ref<detail::TaskCore>::adopt(task));
+      }
     }
     p.wakeAllLocked();
     p.roomAvailable_.notify_all();
@@ -703,6 +826,7 @@ void ThreadPoolExecutor::setCorePoolSize(std::size_t corePoolSize) {
     }
     grow = corePoolSize > p.corePoolSize_ ? corePoolSize - p.corePoolSize_ : 0;
     p.corePoolSize_ = corePoolSize;
+    p.coreMirror_.store(corePoolSize, std::memory_order_relaxed);
     if (p.workers_.size() > corePoolSize) p.wakeAllLocked();  // surplus threads become timed
   }
   if (grow > 0) p.startWorkers(grow, true);
@@ -772,6 +896,7 @@ std::size_t ThreadPoolExecutor::purge() {
   {
     std::lock_guard lock(p.mutex_);
     removed = p.queue_.removeCancelled();
+    p.queueSizeMirror_.store(p.queue_.size(), std::memory_order_relaxed);
     p.cancelled_ += removed.size();
     if (!removed.empty() && p.blockedProducers_ > 0) p.roomAvailable_.notify_all();
   }

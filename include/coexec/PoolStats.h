@@ -28,7 +28,8 @@ COEXEC_EXPORT std::string_view toString(PoolState state) noexcept;
 ///
 /// The ledger: once a pool is quiescent (no task running or queued),
 /// `taskCount == completedTaskCount + failedCount + cancelledCount +
-/// discardedCount + drainedCount + queueSize`. A task that reached the
+/// discardedCount + drainedCount + queueSize + localQueueSize` (both queue
+/// sizes are 0 once the pool is quiescent). A task that reached the
 /// rejection policy is counted in `rejectedCount` and never in `taskCount`,
 /// except when the policy admits it after all (`discardOldest` after evicting
 /// the oldest task, `block` once room appears): that task is then in both.
@@ -44,7 +45,9 @@ struct PoolStats {
   std::size_t largestPoolSize = 0;    ///< historical peak of poolSize
   std::uint64_t taskCount = 0;        ///< tasks admitted (started on a new thread or queued)
   std::uint64_t completedTaskCount = 0;  ///< admitted tasks that returned normally
-  std::size_t queueSize = 0;          ///< tasks waiting in the work queue
+  std::size_t queueSize = 0;          ///< tasks waiting in the work queue (outside submissions)
+  std::size_t localQueueSize = 0;     ///< tasks submitted from the pool's own threads, waiting in their
+                                      ///< local queues (not bounded by the work queue's capacity)
   std::size_t queueCapacity = 0;      ///< 0 for synchronous(); SIZE_MAX for unbounded()
   std::uint64_t rejectedCount = 0;    ///< tasks that reached the rejection policy
   std::uint64_t failedCount = 0;      ///< admitted tasks that threw (or whose beforeExecute threw)

@@ -91,6 +91,8 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   }
 
   [[nodiscard]] bool hasFuture() const noexcept { return hasFuture_; }
+  /// True if the task's callable takes a CancellationToken.
+  [[nodiscard]] bool hasToken() const noexcept { return source_.has_value(); }
   [[nodiscard]] int priority() const noexcept { return priority_; }
   /// Why the pool is handing this task to its rejection policy; set by the
   /// pool before it calls the policy. Points to a string literal.
