@@ -39,6 +39,13 @@ class ResumeOnAwaiter;
 ///  4. else goes to the rejection policy.
 /// After shutdown every new task goes to the rejection policy.
 ///
+/// A task submitted from one of the pool's own threads (with a bounded() or
+/// unbounded() queue, and at least corePoolSize threads) goes to that
+/// thread's local queue instead of the shared one: run newest first by its
+/// owner, stolen oldest first by idle threads. The capacity of bounded(n)
+/// counts local and shared tasks together; when it is reached, such a task
+/// takes the routing above. See docs/executor.md.
+///
 /// Nothing is lost: every admitted task ends completed, failed, cancelled,
 /// discarded (discardOldest's victims) or returned by shutdownNow(); every
 /// rejected one is counted and its Future, if any, settles. See PoolStats for
