@@ -6,9 +6,10 @@
 
 namespace coexec::detail {
 
-/// A FIFO on a growable circular array: unlike std::deque it does not
-/// allocate and free blocks as elements pass through, so a queue in steady
-/// state never reaches the allocator. Not synchronised.
+/// A FIFO on a growable circular array whose capacity is a power of two:
+/// unlike std::deque it does not allocate and free blocks as elements pass
+/// through, so a queue in steady state never reaches the allocator. Not
+/// synchronised.
 template <class T>
 class RingBuffer {
  public:
@@ -17,27 +18,27 @@ class RingBuffer {
 
   void push(T value) {
     if (size_ == slots_.size()) grow();
-    slots_[(head_ + size_) % slots_.size()] = std::move(value);
+    slots_[(head_ + size_) & mask_] = std::move(value);
     ++size_;
   }
   /// Precondition: !empty().
   T pop() {
     T value = std::move(slots_[head_]);
     slots_[head_] = T();
-    head_ = (head_ + 1) % slots_.size();
+    head_ = (head_ + 1) & mask_;
     --size_;
     return value;
   }
   /// Precondition: !empty(). The newest element.
   T popBack() {
-    const std::size_t last = (head_ + size_ - 1) % slots_.size();
+    const std::size_t last = (head_ + size_ - 1) & mask_;
     T value = std::move(slots_[last]);
     slots_[last] = T();
     --size_;
     return value;
   }
   /// Element i from the front (0 = next to pop).
-  T& at(std::size_t i) noexcept { return slots_[(head_ + i) % slots_.size()]; }
+  T& at(std::size_t i) noexcept { return slots_[(head_ + i) & mask_]; }
   /// Keeps the elements for which `keep` is true, in order; returns the others.
   template <class Pred>
   std::vector<T> extractIf(Pred remove) {
@@ -57,11 +58,13 @@ class RingBuffer {
     for (std::size_t i = 0; i < size_; ++i) bigger[i] = std::move(at(i));
     slots_.swap(bigger);
     head_ = 0;
+    mask_ = slots_.size() - 1;
   }
 
   std::vector<T> slots_;
   std::size_t head_ = 0;
   std::size_t size_ = 0;
+  std::size_t mask_ = 0;  // slots_.size() - 1
 };
 
 }  // namespace coexec::detail

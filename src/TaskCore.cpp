@@ -24,6 +24,14 @@ TaskCore::TaskCore(bool hasFuture, bool wantsToken, int priority) : hasFuture_(h
 CancellationToken TaskCore::token() const noexcept { return source_ ? source_->token() : CancellationToken(); }
 
 bool TaskCore::tryStart() noexcept {
+  if (!hasFuture_) {
+    // No Future: nothing can cancel or wait for this task, and its owner
+    // (whoever holds the PendingTask, or the worker that dequeued it) is the
+    // only thread that touches its stage.
+    if (stage_ != Stage::queued) return false;
+    stage_ = Stage::running;
+    return true;
+  }
   std::lock_guard lock(mutex_);
   if (stage_ != Stage::queued) return false;
   stage_ = Stage::running;
@@ -45,6 +53,11 @@ RunResult TaskCore::finish(std::exception_ptr error) noexcept {
   result.error = std::move(error);
   if (result.error) {
     result.outcome = isOperationCancelled(result.error) ? Outcome::cancelled : Outcome::failed;
+  }
+  if (!hasFuture_) {  // nobody to publish to (see tryStart)
+    discardValue();
+    stage_ = Stage::done;
+    return result;
   }
   std::unique_lock lock(mutex_);
   std::exception_ptr published = result.error;

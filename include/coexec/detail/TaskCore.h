@@ -131,7 +131,7 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
 
   mutable std::mutex mutex_;
   std::condition_variable done_;
-  Stage stage_ = Stage::queued;                  // guarded by mutex_
+  Stage stage_ = Stage::queued;                  // guarded by mutex_ (owner-only when !hasFuture_)
   bool cancelled_ = false;                       // guarded by mutex_
   bool consumed_ = false;                        // guarded by mutex_
   std::exception_ptr error_;                     // guarded by mutex_
