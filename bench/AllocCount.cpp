@@ -63,13 +63,15 @@ double perExecute(ThreadPoolExecutor& pool, std::size_t ops) {
     std::array<bench::Countdown*, Bytes / sizeof(void*)> capture;
     capture.fill(&done);
     static_assert(sizeof(capture) == Bytes);
-    for (std::size_t i = 0; i < n; ++i) pool.execute([capture] { capture.back()->hit(); });
+    for (std::size_t i = 0; i < n; ++i)
+      pool.execute([capture] { capture.back()->hit(); });
     done.wait();
   });
 }
 
 Task<void> hops(ThreadPoolExecutor& pool, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) co_await coexec::resumeOn(pool);
+  for (std::size_t i = 0; i < n; ++i)
+    co_await coexec::resumeOn(pool);
 }
 
 Task<long> fib(ThreadPoolExecutor& pool, int n) {
@@ -94,8 +96,10 @@ void allocations(bench::Run& run) {
   run.record("submit + get", "allocs/op", lower, allocationsPer(batches * 64, [&](std::size_t n) {
                for (std::size_t i = 0; i < n; i += 64) {
                  std::array<Future<int>, 64> futures;
-                 for (auto& f : futures) f = pool.submit([] { return 1; });
-                 for (auto& f : futures) f.get();
+                 for (auto& f : futures)
+                   f = pool.submit([] { return 1; });
+                 for (auto& f : futures)
+                   f.get();
                }
              }));
   run.record("resumeOn hop", "allocs/op", lower,

@@ -23,7 +23,8 @@ void submitThroughput(bench::Run& run, std::size_t workers) {
   const std::size_t n = run.count(1'000'000);
   done.reset(n);
   run.throughput("throughput", "Mtasks/s", n, [&] {
-    for (std::size_t i = 0; i < n; ++i) asio::post(pool, [&done] { done.hit(); });
+    for (std::size_t i = 0; i < n; ++i)
+      asio::post(pool, [&done] { done.hit(); });
     done.wait();
   });
 }
@@ -34,14 +35,17 @@ void fanOutFanIn(bench::Run& run) {
   const bench::Work work(1us);
   run.rounds(run.count(1'000), [&] {
     std::array<std::future<void>, 64> futures;
-    for (auto& f : futures) f = asio::post(pool, asio::use_future([&work] { work(); }));
-    for (auto& f : futures) f.get();
+    for (auto& f : futures)
+      f = asio::post(pool, asio::use_future([&work] { work(); }));
+    for (auto& f : futures)
+      f.get();
   });
 }
 
 // W3: a coroutine hopping through the pool: co_await post(pool, use_awaitable).
 asio::awaitable<void> hops(asio::thread_pool& pool, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) co_await asio::post(pool, asio::use_awaitable);
+  for (std::size_t i = 0; i < n; ++i)
+    co_await asio::post(pool, asio::use_awaitable);
 }
 
 void coroutineHops(bench::Run& run) {
@@ -136,19 +140,22 @@ void idle(bench::Run& run) {
   bench::Countdown done;
   asio::thread_pool pool(2);
   done.reset(10'000);
-  for (int i = 0; i < 10'000; ++i) asio::post(pool, [&done] { done.hit(); });
+  for (int i = 0; i < 10'000; ++i)
+    asio::post(pool, [&done] { done.hit(); });
   done.wait();
   run.idleCpu();
 }
 
 const bench::Workload kWorkloads[] = {
-    {"W1.1", "submit throughput, 1 worker: post of 1,000,000 atomic increments", [](bench::Run& r) { submitThroughput(r, 1); }},
+    {"W1.1", "submit throughput, 1 worker: post of 1,000,000 atomic increments",
+     [](bench::Run& r) { submitThroughput(r, 1); }},
     {"W1.2", "submit throughput, 2 workers", [](bench::Run& r) { submitThroughput(r, 2); }},
     {"W2", "fan-out/fan-in: 1,000 rounds of 64 post(use_future)s of ~1 us, all waited for", fanOutFanIn},
     {"W3.coro", "200,000 hops of co_await post(pool, use_awaitable) inside co_spawn", coroutineHops},
     {"W3.chain", "a chain of 200,000 tasks, each post()s the next", taskChain},
     {"W4", "fib(25), each call co_spawns both children, awaited with awaitable_operators &&", forkJoin},
-    {"W5", "overload: 2 threads, in-flight gate of 1024 (else the producer runs it), 1,000,000 tasks of ~200 ns", overload},
+    {"W5", "overload: 2 threads, in-flight gate of 1024 (else the producer runs it), 1,000,000 tasks of ~200 ns",
+     overload},
     {"idle", "process CPU of an idle pool of 2 over 2 s, after its spin window", idle},
 };
 

@@ -34,7 +34,8 @@ void submitThroughput(bench::Run& run, std::size_t workers) {
   const std::size_t n = run.count(1'000'000);
   done.reset(n);
   run.throughput("throughput", "Mtasks/s", n, [&] {
-    for (std::size_t i = 0; i < n; ++i) p.pool.execute([&done] { done.hit(); });
+    for (std::size_t i = 0; i < n; ++i)
+      p.pool.execute([&done] { done.hit(); });
     done.wait();
   });
 }
@@ -42,8 +43,10 @@ void submitThroughput(bench::Run& run, std::size_t workers) {
 // W2: 64 tasks submitted, then their Futures awaited together.
 Task<void> fanOut(ThreadPoolExecutor& pool, const bench::Work& work) {
   std::array<Future<void>, 64> futures;
-  for (auto& f : futures) f = pool.submit([&work] { work(); });
-  for (auto& f : futures) co_await f;
+  for (auto& f : futures)
+    f = pool.submit([&work] { work(); });
+  for (auto& f : futures)
+    co_await f;
 }
 
 void fanOutFanIn(bench::Run& run) {
@@ -54,7 +57,8 @@ void fanOutFanIn(bench::Run& run) {
 
 // W3: a coroutine hopping through the pool it runs on.
 Task<void> hops(ThreadPoolExecutor& pool, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) co_await coexec::resumeOn(pool);
+  for (std::size_t i = 0; i < n; ++i)
+    co_await coexec::resumeOn(pool);
 }
 
 void coroutineHops(bench::Run& run) {
@@ -132,13 +136,15 @@ void idle(bench::Run& run) {
   bench::Countdown done;
   Pool p(2);
   done.reset(10'000);
-  for (int i = 0; i < 10'000; ++i) p.pool.execute([&done] { done.hit(); });
+  for (int i = 0; i < 10'000; ++i)
+    p.pool.execute([&done] { done.hit(); });
   done.wait();
   run.idleCpu();
 }
 
 const bench::Workload kWorkloads[] = {
-    {"W1.1", "submit throughput, 1 worker: execute of 1,000,000 atomic increments", [](bench::Run& r) { submitThroughput(r, 1); }},
+    {"W1.1", "submit throughput, 1 worker: execute of 1,000,000 atomic increments",
+     [](bench::Run& r) { submitThroughput(r, 1); }},
     {"W1.2", "submit throughput, 2 workers", [](bench::Run& r) { submitThroughput(r, 2); }},
     {"W2", "fan-out/fan-in: 1,000 rounds of 64 submit()s of ~1 us, co_awaited in syncWait", fanOutFanIn},
     {"W3.coro", "200,000 hops of co_await resumeOn(pool) from a coroutine on the pool", coroutineHops},

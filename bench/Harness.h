@@ -204,8 +204,11 @@ inline Stat summarize(std::vector<double> values) {
 inline std::string num(double v) {
   if (v == 0) return "0";
   const double a = std::fabs(v);
-  return a >= 1000 ? fmt::format("{:.0f}", v) : a >= 100 ? fmt::format("{:.1f}", v) : a >= 10 ? fmt::format("{:.2f}", v)
-                                                       : a >= 0.01 ? fmt::format("{:.3f}", v) : fmt::format("{:.2g}", v);
+  return a >= 1000   ? fmt::format("{:.0f}", v)
+         : a >= 100  ? fmt::format("{:.1f}", v)
+         : a >= 10   ? fmt::format("{:.2f}", v)
+         : a >= 0.01 ? fmt::format("{:.3f}", v)
+                     : fmt::format("{:.2g}", v);
 }
 
 inline std::string cell(const Stat& s) {
@@ -328,7 +331,8 @@ inline int main(std::string_view impl, std::span<const Workload> workloads, int 
     return 0;
   }
   if (which == "list") {
-    for (const auto& w : workloads) fmt::print("{:<9} {}\n", w.name, w.description);
+    for (const auto& w : workloads)
+      fmt::print("{:<9} {}\n", w.name, w.description);
     return 0;
   }
   if (runs < 1 || !(scale > 0)) {
@@ -358,7 +362,8 @@ inline int main(std::string_view impl, std::span<const Workload> workloads, int 
         }
       }
       std::fflush(stdout);
-      for (const auto& m : order) fmt::print(stderr, "{:<7} {:<9} {:<34} {}\n", impl, w.name, m, cell(summarize(byMetric[m])));
+      for (const auto& m : order)
+        fmt::print(stderr, "{:<7} {:<9} {:<34} {}\n", impl, w.name, m, cell(summarize(byMetric[m])));
     } catch (const std::exception& e) {
       fmt::print(stderr, "{} {}: failed: {}\n", impl, w.name, e.what());
       return 1;
@@ -394,7 +399,8 @@ struct Row {
 inline std::vector<std::string> splitCsv(const std::string& line) {
   std::vector<std::string> out;
   std::stringstream in(line);
-  for (std::string field; std::getline(in, field, ',');) out.push_back(field);
+  for (std::string field; std::getline(in, field, ',');)
+    out.push_back(field);
   return out;
 }
 
@@ -412,7 +418,8 @@ inline std::string ratioCell(const Row& row, const std::string& subject, const s
 
 inline std::string xmlEscape(std::string_view s) {
   std::string out;
-  for (char c : s) out += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : std::string(1, c);
+  for (char c : s)
+    out += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : std::string(1, c);
   return out;
 }
 
@@ -438,7 +445,8 @@ inline int reportMain(int argc, char** argv, const std::vector<Goal>& goals) {
   while (std::getline(in, line)) {
     const auto f = detail::splitCsv(line);
     if (f.size() != 7) continue;
-    auto it = std::find_if(rows.begin(), rows.end(), [&](const detail::Row& r) { return r.workload == f[2] && r.metric == f[3]; });
+    auto it = std::find_if(rows.begin(), rows.end(),
+                           [&](const detail::Row& r) { return r.workload == f[2] && r.metric == f[3]; });
     if (it == rows.end()) it = rows.insert(rows.end(), detail::Row{f[2], f[3], f[4], parseBetter(f[5]), {}});
     it->values[f[1]].push_back(std::atof(f[6].c_str()));
     if (std::find(impls.begin(), impls.end(), f[1]) == impls.end()) impls.push_back(f[1]);
@@ -456,32 +464,39 @@ inline int reportMain(int argc, char** argv, const std::vector<Goal>& goals) {
 
   // Readable table (stdout) and markdown.
   std::vector<std::string> header{"workload", "metric", "unit", "better"};
-  for (const auto& i : impls) header.push_back(i + " median [min-max]");
-  for (const auto& p : peers) header.push_back(subject + "/" + p);
+  for (const auto& i : impls)
+    header.push_back(i + " median [min-max]");
+  for (const auto& p : peers)
+    header.push_back(subject + "/" + p);
   std::vector<std::vector<std::string>> table{header};
   for (const auto& r : rows) {
     std::vector<std::string> t{r.workload, r.metric, r.unit, direction(r.better)};
-    for (const auto& i : impls) t.push_back(cell(stat(r, i)));
-    for (const auto& p : peers) t.push_back(detail::ratioCell(r, subject, p));
+    for (const auto& i : impls)
+      t.push_back(cell(stat(r, i)));
+    for (const auto& p : peers)
+      t.push_back(detail::ratioCell(r, subject, p));
     table.push_back(std::move(t));
   }
   std::vector<std::size_t> width(header.size(), 0);
   for (const auto& t : table)
-    for (std::size_t c = 0; c < t.size(); ++c) width[c] = std::max(width[c], t[c].size());
+    for (std::size_t c = 0; c < t.size(); ++c)
+      width[c] = std::max(width[c], t[c].size());
   const std::string legend = fmt::format(
       "ratio = {0} median / peer median; 'better' column: higher = more is better (ratio > 1 favours {0}), "
       "lower = less is better (ratio < 1 favours {0}); the word after the ratio says which way it went.",
       subject);
   fmt::print("\n{}\n\n", legend);
   for (const auto& t : table) {
-    for (std::size_t c = 0; c < t.size(); ++c) fmt::print("{:<{}}  ", t[c], width[c]);
+    for (std::size_t c = 0; c < t.size(); ++c)
+      fmt::print("{:<{}}  ", t[c], width[c]);
     fmt::print("\n");
   }
 
   // Goals.
   std::vector<std::string> goalLines;
   for (const auto& g : goals) {
-    auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.workload == g.workload && r.metric == g.metric; });
+    auto it = std::find_if(rows.begin(), rows.end(),
+                           [&](const auto& r) { return r.workload == g.workload && r.metric == g.metric; });
     if (it == rows.end()) {
       goalLines.push_back(fmt::format("n/a  {} (no data)", g.text));
       continue;
@@ -493,7 +508,8 @@ inline int reportMain(int argc, char** argv, const std::vector<Goal>& goals) {
       const detail::Row* other = &*it;
       std::string impl = g.against;
       if (std::find(impls.begin(), impls.end(), g.against) == impls.end()) {  // another workload of coexec
-        auto o = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.workload == g.against && r.metric == g.metric; });
+        auto o = std::find_if(rows.begin(), rows.end(),
+                              [&](const auto& r) { return r.workload == g.against && r.metric == g.metric; });
         other = o == rows.end() ? nullptr : &*o;
         impl = subject;
       }
@@ -512,25 +528,31 @@ inline int reportMain(int argc, char** argv, const std::vector<Goal>& goals) {
   }
   if (!goalLines.empty()) {
     fmt::print("\nGoals (issue 4), on medians:\n");
-    for (const auto& g : goalLines) fmt::print("  {}\n", g);
+    for (const auto& g : goalLines)
+      fmt::print("  {}\n", g);
   }
 
   // results.csv: one row per metric, every implementation's statistics.
   {
     std::ofstream csv(argv[2]);
     csv << "workload,metric,unit,better";
-    for (const auto& i : impls) csv << fmt::format(",{0}_median,{0}_min,{0}_max,{0}_runs", i);
-    for (const auto& p : peers) csv << fmt::format(",{}_over_{}", subject, p);
+    for (const auto& i : impls)
+      csv << fmt::format(",{0}_median,{0}_min,{0}_max,{0}_runs", i);
+    for (const auto& p : peers)
+      csv << fmt::format(",{}_over_{}", subject, p);
     csv << "\n";
     for (const auto& r : rows) {
       csv << fmt::format("{},{},{},{}", r.workload, r.metric, r.unit, toString(r.better));
       for (const auto& i : impls) {
         const Stat s = stat(r, i);
-        csv << (s.count ? fmt::format(",{:.6g},{:.6g},{:.6g},{}", s.median, s.min, s.max, s.count) : std::string(",,,,0"));
+        csv << (s.count ? fmt::format(",{:.6g},{:.6g},{:.6g},{}", s.median, s.min, s.max, s.count)
+                        : std::string(",,,,0"));
       }
       for (const auto& p : peers) {
         const Stat a = stat(r, subject), b = stat(r, p);
-        csv << (a.count && b.count && b.median != 0 && r.better != Better::none ? fmt::format(",{:.6g}", a.median / b.median) : std::string(","));
+        csv << (a.count && b.count && b.median != 0 && r.better != Better::none
+                    ? fmt::format(",{:.6g}", a.median / b.median)
+                    : std::string(","));
       }
       csv << "\n";
     }
@@ -547,17 +569,20 @@ inline int reportMain(int argc, char** argv, const std::vector<Goal>& goals) {
     md << "\n" << legend << "\n\n";
     for (std::size_t t = 0; t < table.size(); ++t) {
       md << "|";
-      for (const auto& c : table[t]) md << " " << c << " |";
+      for (const auto& c : table[t])
+        md << " " << c << " |";
       md << "\n";
       if (t == 0) {
         md << "|";
-        for (std::size_t c = 0; c < table[t].size(); ++c) md << (c < 4 ? "---|" : "--:|");
+        for (std::size_t c = 0; c < table[t].size(); ++c)
+          md << (c < 4 ? "---|" : "--:|");
         md << "\n";
       }
     }
     if (!goalLines.empty()) {
       md << "\nGoals (issue 4), on medians:\n\n";
-      for (const auto& g : goalLines) md << "- " << g << "\n";
+      for (const auto& g : goalLines)
+        md << "- " << g << "\n";
     }
     md << "\n![chart](latest.svg)\n";
   }
@@ -574,36 +599,39 @@ inline int reportMain(int argc, char** argv, const std::vector<Goal>& goals) {
     const int height = top + static_cast<int>(charted.size()) * rowH + 20;
     const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"};
     std::ofstream svg(argv[4]);
-    svg << fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)",
-                       labelW + barW + 110, height)
+    svg << fmt::format(
+               R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="11">)",
+               labelW + barW + 110, height)
         << "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-        << "<text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">coexec vs peers: performance relative to the best "
+        << "<text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">coexec vs peers: performance relative to the "
+           "best "
            "(longer is better), medians</text>\n";
     for (std::size_t i = 0; i < impls.size(); ++i)
-      svg << fmt::format(R"(<rect x="{}" y="30" width="12" height="12" fill="{}"/><text x="{}" y="40">{}</text>)", 10 + i * 110,
-                         colors[i % 5], 26 + i * 110, detail::xmlEscape(impls[i]))
+      svg << fmt::format(R"(<rect x="{}" y="30" width="12" height="12" fill="{}"/><text x="{}" y="40">{}</text>)",
+                         10 + i * 110, colors[i % 5], 26 + i * 110, detail::xmlEscape(impls[i]))
           << "\n";
     for (std::size_t k = 0; k < charted.size(); ++k) {
       const auto& r = *charted[k];
       const int y = top + static_cast<int>(k) * rowH;
       std::vector<double> med;
-      for (const auto& i : impls) med.push_back(stat(r, i).count ? stat(r, i).median : std::nan(""));
+      for (const auto& i : impls)
+        med.push_back(stat(r, i).count ? stat(r, i).median : std::nan(""));
       double best = r.better == Better::higher ? 0 : std::numeric_limits<double>::max();
       for (double m : med)
         if (!std::isnan(m) && m > 0) best = r.better == Better::higher ? std::max(best, m) : std::min(best, m);
       svg << fmt::format(R"(<text x="{}" y="{}" text-anchor="end">{} {} ({}, {})</text>)", labelW - 6,
-                         y + static_cast<int>(impls.size()) * barH / 2 + 4,
-                         detail::xmlEscape(r.workload), detail::xmlEscape(r.metric), detail::xmlEscape(r.unit),
-                         direction(r.better))
+                         y + static_cast<int>(impls.size()) * barH / 2 + 4, detail::xmlEscape(r.workload),
+                         detail::xmlEscape(r.metric), detail::xmlEscape(r.unit), direction(r.better))
           << "\n";
       for (std::size_t i = 0; i < impls.size(); ++i) {
         if (std::isnan(med[i])) continue;
-        const double rel = med[i] <= 0 ? (r.better == Better::lower ? 1.0 : 0.0)
-                                       : r.better == Better::higher ? med[i] / best : best / med[i];
+        const double rel = med[i] <= 0                  ? (r.better == Better::lower ? 1.0 : 0.0)
+                           : r.better == Better::higher ? med[i] / best
+                                                        : best / med[i];
         const int w = std::max(1, static_cast<int>(rel * barW));
         const int by = y + static_cast<int>(i) * barH;
-        svg << fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="{}"/><text x="{}" y="{}">{}</text>)", labelW,
-                           by, w, barH - 2, colors[i % 5], labelW + w + 4, by + barH - 3, num(med[i]))
+        svg << fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="{}"/><text x="{}" y="{}">{}</text>)",
+                           labelW, by, w, barH - 2, colors[i % 5], labelW + w + 4, by + barH - 3, num(med[i]))
             << "\n";
       }
     }

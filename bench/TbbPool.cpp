@@ -27,7 +27,8 @@ void submitThroughput(bench::Run& run, int workers) {
   const std::size_t n = run.count(1'000'000);
   done.reset(n);
   run.throughput("throughput", "Mtasks/s", n, [&] {
-    for (std::size_t i = 0; i < n; ++i) arena.enqueue([&done] { done.hit(); });
+    for (std::size_t i = 0; i < n; ++i)
+      arena.enqueue([&done] { done.hit(); });
     done.wait();
   });
 }
@@ -156,19 +157,22 @@ void idle(bench::Run& run) {
   bench::Countdown done;
   tbb::task_arena arena(2, 0);
   done.reset(10'000);
-  for (int i = 0; i < 10'000; ++i) arena.enqueue([&done] { done.hit(); });
+  for (int i = 0; i < 10'000; ++i)
+    arena.enqueue([&done] { done.hit(); });
   done.wait();
   run.idleCpu();
 }
 
 const bench::Workload kWorkloads[] = {
-    {"W1.1", "submit throughput, 1 worker: task_arena::enqueue of 1,000,000 atomic increments", [](bench::Run& r) { submitThroughput(r, 1); }},
+    {"W1.1", "submit throughput, 1 worker: task_arena::enqueue of 1,000,000 atomic increments",
+     [](bench::Run& r) { submitThroughput(r, 1); }},
     {"W1.2", "submit throughput, 2 workers", [](bench::Run& r) { submitThroughput(r, 2); }},
     {"W2", "fan-out/fan-in: 1,000 rounds of 64 enqueues of ~1 us, waited for with a countdown", fanOutFanIn},
     {"W3.coro", "a chain of 200,000 task_group runs, each running the next (no coroutines in TBB)", groupHops},
     {"W3.chain", "a chain of 200,000 enqueued tasks, each enqueueing the next", taskChain},
     {"W4", "fib(25), each call runs both children in a task_group and waits", forkJoin},
-    {"W5", "overload: 2 workers, in-flight gate of 1024 (else the producer runs it), 1,000,000 tasks of ~200 ns", overload},
+    {"W5", "overload: 2 workers, in-flight gate of 1024 (else the producer runs it), 1,000,000 tasks of ~200 ns",
+     overload},
     {"idle", "process CPU of an idle arena of 2 over 2 s, after its spin window", idle},
 };
 

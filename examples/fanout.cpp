@@ -143,7 +143,8 @@ void check(bool ok, std::string_view what) {
 
 int main(int argc, char** argv) try {
   Roots roots;
-  for (int i = 1; i < argc; ++i) roots.dirs.emplace_back(argv[i]);
+  for (int i = 1; i < argc; ++i)
+    roots.dirs.emplace_back(argv[i]);
   if (roots.dirs.empty()) roots = defaultRoots();
   for (const fs::path& dir : roots.dirs) {
     if (!fs::is_directory(roots.base / dir)) {
@@ -163,7 +164,8 @@ int main(int argc, char** argv) try {
   coexec::ThreadPoolExecutor pool(options);
 
   std::string dirList;
-  for (const fs::path& dir : roots.dirs) dirList += (dirList.empty() ? "" : ", ") + dir.string();
+  for (const fs::path& dir : roots.dirs)
+    dirList += (dirList.empty() ? "" : ", ") + dir.string();
   fmt::print("coexec fanout: {} files under {} in {}\npool '{}': core {}, max {}, queue {}, policy {}\n\n",
              files.size(), dirList, fs::current_path().string(), pool.name(), pool.corePoolSize(),
              pool.maximumPoolSize(), pool.workQueue().describe(), pool.rejectionPolicy().name());
@@ -188,7 +190,8 @@ int main(int argc, char** argv) try {
 
   // The self-check: a sequential recount, and the pool's ledger.
   Summary recount;
-  for (const fs::path& file : files) recount.add(countFile(file));
+  for (const fs::path& file : files)
+    recount.add(countFile(file));
   check(summary.files == files.size(), "every file was counted once");
   check(summary.lines == recount.lines && summary.words == recount.words && summary.bytes == recount.bytes,
         "the totals equal a sequential recount");

@@ -96,9 +96,8 @@ int main() {
   {
     // Any callable void(PendingTask&, ThreadPoolExecutor&) is a policy.
     std::vector<coexec::PendingTask> overflow;
-    SaturatedPool s([&overflow](coexec::PendingTask& task, coexec::ThreadPoolExecutor&) {
-      overflow.push_back(std::move(task));
-    });
+    SaturatedPool s(
+        [&overflow](coexec::PendingTask& task, coexec::ThreadPoolExecutor&) { overflow.push_back(std::move(task)); });
     coexec::Future<int> third = s.pool.submit([] { return 3; });
     check(overflow.size() == 1 && !third.isDone(), "a callable policy: the handler kept the task");
     overflow.front().run();  // later, on this thread

@@ -106,7 +106,8 @@ CancellationToken::CancellationToken(detail::CancellationState* state) noexcept 
 CancellationToken::CancellationToken(const CancellationToken& other) noexcept : state_(other.state_) {
   if (state_) state_->addRef();
 }
-CancellationToken::CancellationToken(CancellationToken&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+CancellationToken::CancellationToken(CancellationToken&& other) noexcept
+    : state_(std::exchange(other.state_, nullptr)) {}
 CancellationToken& CancellationToken::operator=(CancellationToken other) noexcept {
   std::swap(state_, other.state_);
   return *this;

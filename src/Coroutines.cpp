@@ -76,7 +76,8 @@ void resume(std::coroutine_handle<> handle) noexcept {
   Trampoline trampoline{handle};
   Trampoline*& current = currentTrampoline();
   Trampoline* const outer = std::exchange(current, &trampoline);
-  while (trampoline.next) std::exchange(trampoline.next, {}).resume();
+  while (trampoline.next)
+    std::exchange(trampoline.next, {}).resume();
   current = outer;
 }
 

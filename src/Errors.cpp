@@ -10,7 +10,8 @@ RejectedExecution::RejectedExecution(const std::string& reason, const PoolStats&
 OperationCancelled::OperationCancelled() : Error("coexec: the operation was cancelled before it produced a result") {}
 
 BrokenPromise::BrokenPromise()
-    : Error("coexec: the task was destroyed without running (dropped by a rejection handler or after shutdownNow), "
-            "so it will never produce a result") {}
+    : Error(
+          "coexec: the task was destroyed without running (dropped by a rejection handler or after shutdownNow), "
+          "so it will never produce a result") {}
 
 }  // namespace coexec

@@ -31,8 +31,8 @@ constexpr std::size_t kHeader = 16;  // keeps the payload aligned to 16 (max_ali
 struct Cache;
 
 struct alignas(16) Header {
-  Cache* owner;        // null: from the global allocator, freed to it
-  std::uint32_t cls;   // size class, or kClasses for a large block
+  Cache* owner;       // null: from the global allocator, freed to it
+  std::uint32_t cls;  // size class, or kClasses for a large block
   std::uint32_t unused;
 };
 static_assert(sizeof(Header) == kHeader);
@@ -43,7 +43,8 @@ struct FreeBlock {
 
 std::size_t classOf(std::size_t size) noexcept {
   std::size_t shift = kMinClassShift;
-  while (shift <= kMaxClassShift && (std::size_t{1} << shift) < size) ++shift;
+  while (shift <= kMaxClassShift && (std::size_t{1} << shift) < size)
+    ++shift;
   return shift - kMinClassShift;
 }
 
@@ -128,9 +129,7 @@ struct ThreadCache {
 thread_local ThreadCache threadCache;
 
 void* payloadOf(Header* header) noexcept { return reinterpret_cast<char*>(header) + kHeader; }
-Header* headerOf(void* payload) noexcept {
-  return reinterpret_cast<Header*>(static_cast<char*>(payload) - kHeader);
-}
+Header* headerOf(void* payload) noexcept { return reinterpret_cast<Header*>(static_cast<char*>(payload) - kHeader); }
 
 }  // namespace
 
@@ -151,7 +150,7 @@ void* FrameAllocator::allocate(std::size_t size) {
     --cache.counts[c];
     header = reinterpret_cast<Header*>(block);
   } else {
-    header = static_cast<Header*>(::operator new(std::size_t{1} << (c + kMinClassShift)));
+    header = static_cast<Header*>(::operator new (std::size_t{1} << (c + kMinClassShift)));
   }
   header->owner = &cache;
   header->cls = static_cast<std::uint32_t>(c);

@@ -61,12 +61,12 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     std::size_t number = 0;
     std::string name;
     std::thread thread;
-    Ref<TaskCore> handoff;  // a task handed to it while idle; guarded by mutex_
+    Ref<TaskCore> handoff;   // a task handed to it while idle; guarded by mutex_
     bool signalled = false;  // woken by the pool; guarded by mutex_
     std::condition_variable wake;
     // Lock order: the pool's mutex_, then a worker's localMutex.
     std::mutex localMutex;
-    Ref<TaskCore> current;         // the task it runs now; guarded by localMutex
+    Ref<TaskCore> current;                  // the task it runs now; guarded by localMutex
     RingBuffer<Ref<TaskCore>> local;        // guarded by localMutex; the owner pops newest, thieves oldest
     std::atomic<std::size_t> localSize{0};  // local.size(), readable without the lock
   };
@@ -132,12 +132,12 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   std::atomic<std::size_t> active_{0};  // workers running a task or a continuation
   alignas(64) std::atomic<std::size_t> localQueued_{0};
   alignas(64) std::atomic<PoolState> stateMirror_{PoolState::running};  // state_, readable without the lock
-  std::atomic<std::size_t> idleCount_{0};                   // idleWorkers_.size(), ditto
-  std::atomic<std::size_t> poolSizeMirror_{0};              // workers_.size(), ditto
-  std::atomic<std::size_t> queueSizeMirror_{0};             // queue_.size(), ditto
+  std::atomic<std::size_t> idleCount_{0};                               // idleWorkers_.size(), ditto
+  std::atomic<std::size_t> poolSizeMirror_{0};                          // workers_.size(), ditto
+  std::atomic<std::size_t> queueSizeMirror_{0};                         // queue_.size(), ditto
 
-  std::atomic<std::size_t> coreMirror_{0};                  // corePoolSize_, ditto
-  const bool localQueues_;  // the queue kind allows local queues
+  std::atomic<std::size_t> coreMirror_{0};  // corePoolSize_, ditto
+  const bool localQueues_;                  // the queue kind allows local queues
 
   alignas(64) std::mutex inFlightMutex_;
   std::atomic<std::size_t> inFlight_{0};  // changed under inFlightMutex_
@@ -145,7 +145,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
 
   // Everything below is guarded by mutex_.
   PoolState state_ = PoolState::running;  // write through setStateLocked()
-  bool terminating_ = false;  // the terminated hook is running
+  bool terminating_ = false;              // the terminated hook is running
   std::size_t corePoolSize_;
   std::size_t maximumPoolSize_;
   std::chrono::nanoseconds keepAliveTime_;
@@ -153,7 +153,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   TaskQueue queue_;
   RingBuffer<std::coroutine_handle<>> continuations_;
   std::list<Worker> workers_;
-  std::vector<std::thread> exited_;  // threads of exited workers, not yet joined
+  std::vector<std::thread> exited_;   // threads of exited workers, not yet joined
   std::vector<Worker*> idleWorkers_;  // waiting for work, most recent last
   std::size_t blockedProducers_ = 0;
   std::size_t largestPoolSize_ = 0;

@@ -17,7 +17,7 @@ std::string_view toString(PoolState state) noexcept {
 }  // namespace coexec
 
 fmt::format_context::iterator fmt::formatter<coexec::PoolStats>::format(const coexec::PoolStats& s,
-                                                                      fmt::format_context& ctx) const {
+                                                                        fmt::format_context& ctx) const {
   std::string capacity = s.queueCapacity == coexec::WorkQueue::kUnboundedCapacity ? std::string("unbounded")
                                                                                   : fmt::to_string(s.queueCapacity);
   std::string text = fmt::format(
@@ -25,7 +25,7 @@ fmt::format_context::iterator fmt::formatter<coexec::PoolStats>::format(const co
       "failed {}, cancelled {}, discarded {}, drained {}), rejected {}",
       s.name, coexec::toString(s.state), s.poolSize, s.corePoolSize, s.maximumPoolSize, s.largestPoolSize,
       s.activeCount, s.queueSize, capacity,
-      s.localQueueSize == 0 ? std::string() : fmt::format(" (+{} local)", s.localQueueSize), s.taskCount, s.completedTaskCount, s.failedCount, s.cancelledCount,
-      s.discardedCount, s.drainedCount, s.rejectedCount);
+      s.localQueueSize == 0 ? std::string() : fmt::format(" (+{} local)", s.localQueueSize), s.taskCount,
+      s.completedTaskCount, s.failedCount, s.cancelledCount, s.discardedCount, s.drainedCount, s.rejectedCount);
   return fmt::formatter<std::string_view>::format(text, ctx);
 }

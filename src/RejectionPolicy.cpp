@@ -66,9 +66,7 @@ void RejectionPolicy::operator()(PendingTask& task, ThreadPoolExecutor& pool) co
         task.run();
       }
       return;
-    case Kind::discard:
-      refuse(/*throwIfNoFuture=*/false);
-      return;
+    case Kind::discard: refuse(/*throwIfNoFuture=*/false); return;
     case Kind::discardOldest:
       // Evict the head and retry, as long as there is a head to evict.
       while (!pool.isShutdown()) {
@@ -85,9 +83,7 @@ void RejectionPolicy::operator()(PendingTask& task, ThreadPoolExecutor& pool) co
         throw error;
       }
       return;
-    case Kind::custom:
-      handler_(task, pool);
-      return;
+    case Kind::custom: handler_(task, pool); return;
   }
 }
 

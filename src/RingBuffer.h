@@ -48,14 +48,16 @@ class RingBuffer {
       T value = pop();
       (remove(value) ? removed : kept).push_back(std::move(value));
     }
-    for (T& value : kept) push(std::move(value));
+    for (T& value : kept)
+      push(std::move(value));
     return removed;
   }
 
  private:
   void grow() {
     std::vector<T> bigger(slots_.empty() ? 16 : slots_.size() * 2);
-    for (std::size_t i = 0; i < size_; ++i) bigger[i] = std::move(at(i));
+    for (std::size_t i = 0; i < size_; ++i)
+      bigger[i] = std::move(at(i));
     slots_.swap(bigger);
     head_ = 0;
     mask_ = slots_.size() - 1;

@@ -7,14 +7,12 @@ namespace coexec::detail {
 
 bool TaskQueue::offer(PendingTask& task, std::size_t alsoQueued) {
   switch (spec_.kind()) {
-    case WorkQueue::Kind::synchronous:
-      return false;
+    case WorkQueue::Kind::synchronous: return false;
     case WorkQueue::Kind::bounded:
     case WorkQueue::Kind::priority:
       if (size() + alsoQueued >= spec_.capacity()) return false;
       break;
-    case WorkQueue::Kind::unbounded:
-      break;
+    case WorkQueue::Kind::unbounded: break;
   }
   if (isPriority()) {
     const int priority = task.priority();
@@ -43,7 +41,8 @@ PendingTask TaskQueue::poll() {
 std::vector<PendingTask> TaskQueue::drain() {
   std::vector<PendingTask> tasks;
   tasks.reserve(size());
-  while (!empty()) tasks.push_back(poll());
+  while (!empty())
+    tasks.push_back(poll());
   return tasks;
 }
 
@@ -52,7 +51,8 @@ std::vector<PendingTask> TaskQueue::removeCancelled() {
   if (isPriority()) {
     const auto end =
         std::stable_partition(heap_.begin(), heap_.end(), [](const Entry& e) { return !e.task.isCancelled(); });
-    for (auto it = end; it != heap_.end(); ++it) removed.push_back(std::move(it->task));
+    for (auto it = end; it != heap_.end(); ++it)
+      removed.push_back(std::move(it->task));
     heap_.erase(end, heap_.end());
     std::make_heap(heap_.begin(), heap_.end(), runsLater);
   } else {

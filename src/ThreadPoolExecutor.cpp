@@ -51,13 +51,13 @@ ThreadPoolOptions validated(ThreadPoolOptions options) {
     throw std::invalid_argument("coexec::ThreadPoolExecutor: maximumPoolSize must be at least 1, got 0");
   }
   if (options.corePoolSize > options.maximumPoolSize) {
-    throw std::invalid_argument(fmt::format(
-        "coexec::ThreadPoolExecutor: corePoolSize ({}) must not be greater than maximumPoolSize ({})",
-        options.corePoolSize, options.maximumPoolSize));
+    throw std::invalid_argument(
+        fmt::format("coexec::ThreadPoolExecutor: corePoolSize ({}) must not be greater than maximumPoolSize ({})",
+                    options.corePoolSize, options.maximumPoolSize));
   }
   if (options.keepAliveTime < std::chrono::nanoseconds::zero()) {
-    throw std::invalid_argument(fmt::format(
-        "coexec::ThreadPoolExecutor: keepAliveTime must be non-negative, got {}", options.keepAliveTime));
+    throw std::invalid_argument(
+        fmt::format("coexec::ThreadPoolExecutor: keepAliveTime must be non-negative, got {}", options.keepAliveTime));
   }
   if (!options.threadFactory) options.threadFactory = defaultThreadFactory;
   return options;
@@ -73,8 +73,7 @@ const void* currentPoolIdentity() noexcept { return tlsPool; }
 void printDropped(std::string_view what, std::string_view poolName, std::string_view threadName,
                   const std::exception_ptr& error) noexcept {
   try {
-    fmt::print(stderr, "coexec: {} on pool '{}' thread '{}' threw: {}\n", what, poolName, threadName,
-               describe(error));
+    fmt::print(stderr, "coexec: {} on pool '{}' thread '{}' threw: {}\n", what, poolName, threadName, describe(error));
   } catch (...) {
     std::fputs("coexec: an exception was dropped and could not be printed\n", stderr);
   }
@@ -130,13 +129,11 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
   worker->name = fmt::format("{}-{}", name_, worker->number);
   try {
     Ref<TaskCore> firstCore = first.core_;
-    std::thread thread = factory_(worker->name, [this, worker, firstCore]() mutable {
-      runWorker(worker, std::move(firstCore));
-    });
+    std::thread thread =
+        factory_(worker->name, [this, worker, firstCore]() mutable { runWorker(worker, std::move(firstCore)); });
     if (!thread.joinable()) {
-      throw std::runtime_error(
-          fmt::format("the thread factory of pool '{}' returned a thread that is not joinable for '{}'", name_,
-                      worker->name));
+      throw std::runtime_error(fmt::format(
+          "the thread factory of pool '{}' returned a thread that is not joinable for '{}'", name_, worker->name));
     }
     worker->thread = std::move(thread);
   } catch (...) {
@@ -171,7 +168,8 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
     std::lock_guard lock(mutex_);  // also waits until addWorkerLocked stored our std::thread
     toJoin.swap(exited_);
   }
-  for (std::thread& t : toJoin) t.join();  // reap threads of workers that exited earlier
+  for (std::thread& t : toJoin)
+    t.join();  // reap threads of workers that exited earlier
   toJoin.clear();
 
   // A worker started with a first task counts as active from its creation
@@ -610,9 +608,8 @@ ThreadPoolExecutor::~ThreadPoolExecutor() {
 }
 
 void ThreadPoolExecutor::throwEmptyCallable(const char* operation) {
-  throw std::invalid_argument(
-      fmt::format("coexec::ThreadPoolExecutor::{}: the task is empty (an empty std::function or a null pointer)",
-                  operation));
+  throw std::invalid_argument(fmt::format(
+      "coexec::ThreadPoolExecutor::{}: the task is empty (an empty std::function or a null pointer)", operation));
 }
 
 void ThreadPoolExecutor::admit(PendingTask task) {
@@ -757,7 +754,8 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     p.tryTerminateLocked(lock);
   }
   // Outside the lock: token callbacks and capture destructors are user code.
-  for (auto& task : running) task->requestTokenCancellation();
+  for (auto& task : running)
+    task->requestTokenCancellation();
   return unrun;
 }
 
@@ -789,7 +787,8 @@ void ThreadPoolExecutor::close() {
     p.terminated_.wait(lock, [&] { return p.state_ == PoolState::terminated; });
     threads.swap(p.exited_);
   }
-  for (std::thread& t : threads) t.join();
+  for (std::thread& t : threads)
+    t.join();
 }
 
 bool ThreadPoolExecutor::isShutdown() const {
@@ -819,10 +818,10 @@ void ThreadPoolExecutor::setCorePoolSize(std::size_t corePoolSize) {
   {
     std::lock_guard lock(p.mutex_);
     if (corePoolSize > p.maximumPoolSize_) {
-      throw std::invalid_argument(fmt::format(
-          "coexec::ThreadPoolExecutor::setCorePoolSize: corePoolSize ({}) must not be greater than "
-          "maximumPoolSize ({})",
-          corePoolSize, p.maximumPoolSize_));
+      throw std::invalid_argument(
+          fmt::format("coexec::ThreadPoolExecutor::setCorePoolSize: corePoolSize ({}) must not be greater than "
+                      "maximumPoolSize ({})",
+                      corePoolSize, p.maximumPoolSize_));
     }
     grow = corePoolSize > p.corePoolSize_ ? corePoolSize - p.corePoolSize_ : 0;
     p.corePoolSize_ = corePoolSize;
@@ -836,10 +835,10 @@ void ThreadPoolExecutor::setMaximumPoolSize(std::size_t maximumPoolSize) {
   detail::PoolImpl& p = *impl_;
   std::lock_guard lock(p.mutex_);
   if (maximumPoolSize == 0 || maximumPoolSize < p.corePoolSize_) {
-    throw std::invalid_argument(fmt::format(
-        "coexec::ThreadPoolExecutor::setMaximumPoolSize: maximumPoolSize must be at least 1 and at least "
-        "corePoolSize ({}), got {}",
-        p.corePoolSize_, maximumPoolSize));
+    throw std::invalid_argument(
+        fmt::format("coexec::ThreadPoolExecutor::setMaximumPoolSize: maximumPoolSize must be at least 1 and at least "
+                    "corePoolSize ({}), got {}",
+                    p.corePoolSize_, maximumPoolSize));
   }
   p.maximumPoolSize_ = maximumPoolSize;
   p.wakeAllLocked();

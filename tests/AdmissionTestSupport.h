@@ -206,12 +206,8 @@ inline Submission submitProbe(ThreadPoolExecutor& pool, Form form, Probe& probe,
   s.form = form;
   try {
     switch (form) {
-      case Form::execute:
-        pool.execute(body, priority);
-        break;
-      case Form::submitVoid:
-        s.observe(pool.submit(body, priority));
-        break;
+      case Form::execute: pool.execute(body, priority); break;
+      case Form::submitVoid: s.observe(pool.submit(body, priority)); break;
       case Form::submitValue:
         s.observe(pool.submit(
             [body] {

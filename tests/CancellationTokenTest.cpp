@@ -41,8 +41,7 @@ TEST_CASE("a default token can never be cancelled", "[cancel][token]") {
   CHECK(calls == 0);
 }
 
-TEST_CASE("requestCancellation is seen by every token and copy and reports the first call only",
-          "[cancel][token]") {
+TEST_CASE("requestCancellation is seen by every token and copy and reports the first call only", "[cancel][token]") {
   CancellationSource source;
   const CancellationToken token = source.token();
   CancellationToken copy = token;
@@ -106,7 +105,8 @@ TEST_CASE("callbacks run once on the cancelling thread in registration order", "
   thread.join();
   CHECK(order == std::vector<int>{1, 2, 3});
   REQUIRE(threads.size() == 3u);
-  for (const auto& id : threads) CHECK(id == canceller);
+  for (const auto& id : threads)
+    CHECK(id == canceller);
   source.requestCancellation();
   CHECK(order.size() == 3u);
 }
@@ -171,7 +171,8 @@ TEST_CASE("a token cancelled on one thread publishes the writes made before the 
     int payload = 0;  // deliberately not atomic: the token's ordering must cover it (TSan checks)
     int seen = -1;    // written by the reader, read after join
     std::thread reader([&, token = source.token()] {
-      while (!token.isCancellationRequested()) std::this_thread::yield();
+      while (!token.isCancellationRequested())
+        std::this_thread::yield();
       seen = payload;
     });
     payload = round + 1;

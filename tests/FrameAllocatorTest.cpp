@@ -112,7 +112,8 @@ class AllocationCount {
   AllocationCount() {
     gAllocations = 0;
     gDeallocations = 0;
-    for (auto& size : gFirstSizes) size = 0;
+    for (auto& size : gFirstSizes)
+      size = 0;
     gCounting = true;
   }
   AllocationCount(const AllocationCount&) = delete;
@@ -142,10 +143,12 @@ Task<int> leaf(int value) { co_return value + 1; }
 /// Awaits `warmUp` leaves, then `measured` more while `count` counts.
 Task<long> awaitLeaves(int warmUp, int measured, std::size_t& allocations) {
   long sum = 0;
-  for (int i = 0; i < warmUp; ++i) sum += co_await leaf(i);
+  for (int i = 0; i < warmUp; ++i)
+    sum += co_await leaf(i);
   {
     AllocationCount count;
-    for (int i = 0; i < measured; ++i) sum += co_await leaf(i);
+    for (int i = 0; i < measured; ++i)
+      sum += co_await leaf(i);
     count.stop();
     allocations = count.allocations();
   }
@@ -205,7 +208,8 @@ TEST_CASE("a block freed on another thread returns to the thread that allocated 
   // Drain this thread's list of the class first, so the next allocation must
   // come from what other threads returned (or from the global allocator).
   std::vector<void*> held;
-  for (int i = 0; i < 4; ++i) held.push_back(FrameAllocator::allocate(200));
+  for (int i = 0; i < 4; ++i)
+    held.push_back(FrameAllocator::allocate(200));
   void* block = FrameAllocator::allocate(200);
   std::size_t freedGlobally = 1;
   std::thread other([&] {
@@ -222,7 +226,8 @@ TEST_CASE("a block freed on another thread returns to the thread that allocated 
   CHECK(reused == block);
   CHECK(count.allocations() == 0);
   FrameAllocator::deallocate(reused, 200);
-  for (void* h : held) FrameAllocator::deallocate(h, 200);
+  for (void* h : held)
+    FrameAllocator::deallocate(h, 200);
 }
 
 TEST_CASE("blocks allocated on one thread and freed on another never reach the global allocator in steady state",
@@ -238,12 +243,14 @@ TEST_CASE("blocks allocated on one thread and freed on another never reach the g
   std::thread producer([&] {
     for (int round = 0; round < kRounds; ++round) {
       AllocationCount count;
-      for (void*& block : handed) block = FrameAllocator::allocate(kSize);
+      for (void*& block : handed)
+        block = FrameAllocator::allocate(kSize);
       count.stop();
       if (round > 0) allocatedGlobally += count.allocations();  // round 0 fills the circulation
       std::thread consumer([&] {
         AllocationCount freeing;
-        for (void* block : handed) FrameAllocator::deallocate(block, kSize);
+        for (void* block : handed)
+          FrameAllocator::deallocate(block, kSize);
         freeing.stop();
         freedGlobally += freeing.deallocations();
       });
@@ -261,19 +268,23 @@ TEST_CASE("the cache of an exited thread, with the blocks returned to it, is ado
   constexpr int kBlocks = 32;
   std::vector<void*> blocks;
   std::thread first([&] {
-    for (int i = 0; i < kBlocks; ++i) blocks.push_back(FrameAllocator::allocate(kSize));
+    for (int i = 0; i < kBlocks; ++i)
+      blocks.push_back(FrameAllocator::allocate(kSize));
   });
   first.join();  // its cache is parked; the blocks are still in use here
-  for (void* block : blocks) FrameAllocator::deallocate(block, kSize);  // returned to the parked cache
+  for (void* block : blocks)
+    FrameAllocator::deallocate(block, kSize);  // returned to the parked cache
   std::size_t allocatedGlobally = 1;
   std::thread second([&] {
     std::vector<void*> mine;
     mine.reserve(kBlocks);
     AllocationCount count;
-    for (int i = 0; i < kBlocks; ++i) mine.push_back(FrameAllocator::allocate(kSize));
+    for (int i = 0; i < kBlocks; ++i)
+      mine.push_back(FrameAllocator::allocate(kSize));
     count.stop();
     allocatedGlobally = count.allocations();
-    for (void* block : mine) FrameAllocator::deallocate(block, kSize);
+    for (void* block : mine)
+      FrameAllocator::deallocate(block, kSize);
   });
   second.join();
   CHECK(allocatedGlobally == 0);

@@ -302,8 +302,7 @@ TEST_CASE("an empty or moved-from Future is not valid and throws std::logic_erro
 
 TEST_CASE("cancel racing completion leaves every Future and the counters consistent", "[future][cancel][race]") {
   const bool checksToken = GENERATE(false, true);
-  INFO((checksToken ? "tasks throw OperationCancelled when they see the token"
-                    : "tasks ignore the token"));
+  INFO((checksToken ? "tasks throw OperationCancelled when they see the token" : "tasks ignore the token"));
   constexpr int kTasks = 400;
   std::mt19937 random(12345);
   ThreadPoolExecutor pool(2, 2, 60s, WorkQueue::bounded(kTasks));
@@ -317,8 +316,10 @@ TEST_CASE("cancel racing completion leaves every Future and the counters consist
       return i;
     }));
     // Cancel some at once, some a little later, some never.
-    if (random() % 3 == 0) cancelled.push_back(futures.back().cancel());
-    else cancelled.push_back(false);
+    if (random() % 3 == 0)
+      cancelled.push_back(futures.back().cancel());
+    else
+      cancelled.push_back(false);
     if (i >= 3 && random() % 3 == 0) {
       const auto j = static_cast<std::size_t>(i - 3);
       if (!cancelled[j]) cancelled[j] = futures[j].cancel();
@@ -344,8 +345,7 @@ TEST_CASE("cancel racing completion leaves every Future and the counters consist
   CHECK(s.cancelledCount <= static_cast<std::uint64_t>(cancelledCount));
 }
 
-TEST_CASE("get from a thread of the pool that runs the unfinished task throws std::logic_error",
-          "[future][deadlock]") {
+TEST_CASE("get from a thread of the pool that runs the unfinished task throws std::logic_error", "[future][deadlock]") {
   Counter innerStarted;
   std::atomic<int> threw{0};
   Gate gate;

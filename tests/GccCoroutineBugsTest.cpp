@@ -127,7 +127,9 @@ Task<int> awaitCallOfLambdaTemporary(Lifetimes& lifetimes) {
 
 /// True if `co_await` accepts a Future temporary (an rvalue).
 template <class F>
-concept AwaitableAsTemporary = requires(F&& future) { std::move(future).operator co_await(); };
+concept AwaitableAsTemporary = requires(F&& future) {
+  std::move(future).operator co_await();
+};
 
 // The unsafe form (a), on purpose.
 Task<int> awaitBracedAggregate(Lifetimes& lifetimes) {
@@ -230,7 +232,7 @@ TEST_CASE("GCC 12 destroys the captures of a lambda temporary in a co_await expr
 TEST_CASE("co_await of a Future temporary does not compile where the compiler has the bug, and does elsewhere",
           "[gcc-bug][submit]") {
   STATIC_REQUIRE(AwaitableAsTemporary<Future<int>> == !COEXEC_GCC_CO_AWAIT_TEMPORARY_BUG);
-  STATIC_REQUIRE(requires(Future<int>& named) { named.operator co_await(); });  // the safe form, everywhere
+  STATIC_REQUIRE(requires(Future<int> & named) { named.operator co_await(); });  // the safe form, everywhere
 }
 
 TEST_CASE("a lambda submitted before the co_await, its Future named, is destroyed exactly once on every compiler",

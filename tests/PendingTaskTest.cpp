@@ -97,7 +97,8 @@ TEST_CASE("run executes the task on the calling thread and settles its Future", 
   CHECK(future.get() == std::this_thread::get_id());
 }
 
-TEST_CASE("run rethrows an execute task's exception and leaves a submit task's in its Future", "[pending][exceptions]") {
+TEST_CASE("run rethrows an execute task's exception and leaves a submit task's in its Future",
+          "[pending][exceptions]") {
   Catcher catcher;
   catcher.pool().execute([] { throw TaskError{3}; });
   PendingTask executed = catcher.take();
@@ -217,7 +218,8 @@ TEST_CASE("running a task shutdownNow returned calls no hook and changes no pool
   REQUIRE(pool.awaitTermination(kLong));
   const PoolStats before = pool.stats();
 
-  for (auto& task : drained) task.run();
+  for (auto& task : drained)
+    task.run();
   CHECK(ok.get() == 1);
   CHECK_THROWS_AS(failing.get(), TaskError);
   const PoolStats after = pool.stats();

@@ -305,8 +305,8 @@ TEST_CASE("each outcome has its own counter and together they add up to taskCoun
     return 1;
   });
   REQUIRE(started.waitFor(1));
-  auto evicted = pool.submit([] { return 2; });    // discarded by discardOldest
-  auto cancelled = pool.submit([] { return 3; });  // cancelled while queued
+  auto evicted = pool.submit([] { return 2; });                                    // discarded by discardOldest
+  auto cancelled = pool.submit([] { return 3; });                                  // cancelled while queued
   auto failing = pool.submit([]() -> int { throw std::runtime_error("fails"); });  // failed
   pool.execute([] { throw std::runtime_error("execute fails too"); });             // failed
   CHECK(pool.stats().queueSize == 4u);
@@ -372,10 +372,12 @@ TEST_CASE("drainedCount counts the tasks shutdownNow returns and not those that 
     gate.wait();
   });
   REQUIRE(started.waitFor(1));
-  for (int i = 0; i < 4; ++i) pool.execute([] {});
+  for (int i = 0; i < 4; ++i)
+    pool.execute([] {});
   auto drained = pool.shutdownNow();
   REQUIRE(drained.size() == 4u);
-  for (auto& task : drained) task.run();  // outside the pool: no counter changes
+  for (auto& task : drained)
+    task.run();  // outside the pool: no counter changes
   gate.open();
   REQUIRE(pool.awaitTermination(kLong));
   const PoolStats s = pool.stats();

@@ -109,12 +109,11 @@ struct Rejected {
 
 void checkRejected(const Rejected& expected, const Submission& s, const Probe& probe, const HandlerLog& log,
                    int handlerCallsBefore, int tag) {
-  INFO("policy " << kindName(expected.kind) << ", " << formName(s.form) << ", pool "
-                 << toString(expected.state));
+  INFO("policy " << kindName(expected.kind) << ", " << formName(s.form) << ", pool " << toString(expected.state));
   const bool hasFuture = s.form != Form::execute;
   const Kind kind = expected.kind;
-  const bool throwsRejected = kind == Kind::abort || kind == Kind::block ||
-                              (expected.shutDown && kind == Kind::callerRuns && !hasFuture);
+  const bool throwsRejected =
+      kind == Kind::abort || kind == Kind::block || (expected.shutDown && kind == Kind::callerRuns && !hasFuture);
   const bool runs = kind == Kind::callerRuns && !expected.shutDown;
 
   // Who ran the task: nobody, or the submitting thread before the call returned.
@@ -168,8 +167,10 @@ struct Saturated {
 
 // ---- REJ-01..04: a saturated pool ---------------------------------------------
 
-TEST_CASE("a saturated pool gives each rejected execute and submit to its policy and leaves its counts unchanged; Futures of unrun tasks settle (REJ-01..04; Java leaves them pending)",
-          "[rejection][saturated]") {
+TEST_CASE(
+    "a saturated pool gives each rejected execute and submit to its policy and leaves its counts unchanged; Futures of "
+    "unrun tasks settle (REJ-01..04; Java leaves them pending)",
+    "[rejection][saturated]") {
   const Kind kind = GENERATE(Kind::abort, Kind::callerRuns, Kind::discard, Kind::block, Kind::custom);
   INFO("policy " << kindName(kind));
   constexpr auto kBlockTimeout = 20ms;
@@ -204,9 +205,12 @@ TEST_CASE("a saturated pool gives each rejected execute and submit to its policy
 
 // ---- REJ-05/06/10: after shutdown and shutdownNow --------------------------
 
-TEST_CASE("after shutdown or shutdownNow every submission goes to the policy, before and after termination; callerRuns runs nothing (REJ-05, REJ-06)",
-          "[rejection][shutdown]") {
-  const Kind kind = GENERATE(Kind::abort, Kind::callerRuns, Kind::discard, Kind::discardOldest, Kind::block, Kind::custom);
+TEST_CASE(
+    "after shutdown or shutdownNow every submission goes to the policy, before and after termination; callerRuns runs "
+    "nothing (REJ-05, REJ-06)",
+    "[rejection][shutdown]") {
+  const Kind kind =
+      GENERATE(Kind::abort, Kind::callerRuns, Kind::discard, Kind::discardOldest, Kind::block, Kind::custom);
   const bool now = GENERATE(false, true);
   INFO("policy " << kindName(kind) << (now ? ", shutdownNow()" : ", shutdown()"));
   HandlerLog log;
@@ -240,7 +244,7 @@ TEST_CASE("after shutdown or shutdownNow every submission goes to the policy, be
 
   submitEveryForm(now ? PoolState::stop : PoolState::shutdown);
   CHECK(pool.isShutdown());
-  CHECK_FALSE(pool.isTerminated());  // the blocked task still runs
+  CHECK_FALSE(pool.isTerminated());                  // the blocked task still runs
   CHECK(pool.stats().queueSize == (now ? 0u : 1u));  // discardOldest evicted nothing
 
   sat.gate.open();
@@ -254,9 +258,12 @@ TEST_CASE("after shutdown or shutdownNow every submission goes to the policy, be
   CHECK(stats.rejectedCount == 6);
 }
 
-TEST_CASE("on an idle pool after shutdown, abort throws, callerRuns runs nothing, discard and discardOldest drop the task (REJ-10; Java's callerRuns returns silently)",
-          "[rejection][shutdown]") {
-  const Kind kind = GENERATE(Kind::abort, Kind::callerRuns, Kind::discard, Kind::discardOldest, Kind::block, Kind::custom);
+TEST_CASE(
+    "on an idle pool after shutdown, abort throws, callerRuns runs nothing, discard and discardOldest drop the task "
+    "(REJ-10; Java's callerRuns returns silently)",
+    "[rejection][shutdown]") {
+  const Kind kind =
+      GENERATE(Kind::abort, Kind::callerRuns, Kind::discard, Kind::discardOldest, Kind::block, Kind::custom);
   const bool now = GENERATE(false, true);
   INFO("policy " << kindName(kind) << (now ? ", shutdownNow()" : ", shutdown()"));
   HandlerLog log;
@@ -282,8 +289,10 @@ TEST_CASE("on an idle pool after shutdown, abort throws, callerRuns runs nothing
   CHECK(stats.poolSize == 0);
 }
 
-TEST_CASE("after shutdown callerRuns does not run the task: execute throws RejectedExecution and submit's Future reports it (Java returns silently)",
-          "[rejection][shutdown][callerRuns]") {
+TEST_CASE(
+    "after shutdown callerRuns does not run the task: execute throws RejectedExecution and submit's Future reports it "
+    "(Java returns silently)",
+    "[rejection][shutdown][callerRuns]") {
   ThreadPoolExecutor pool(poolOptions("rejcr", 1, 1, WorkQueue::bounded(1), RejectionPolicy::callerRuns()));
   pool.shutdown();
   std::atomic<bool> ran{false};
@@ -303,8 +312,9 @@ TEST_CASE("after shutdown callerRuns does not run the task: execute throws Rejec
 
 // ---- REJ-07..09: what each standard policy does to the work ----------------
 
-TEST_CASE("callerRuns runs rejected tasks on the caller before execute returns; the queued one waits for the pool (REJ-07)",
-          "[rejection][saturated][callerRuns]") {
+TEST_CASE(
+    "callerRuns runs rejected tasks on the caller before execute returns; the queued one waits for the pool (REJ-07)",
+    "[rejection][saturated][callerRuns]") {
   Gate gate;
   Counter started;
   std::array<std::atomic<bool>, 5> done{};
@@ -368,8 +378,10 @@ TEST_CASE("a caller-run task's exception reaches the caller: execute throws it, 
   CHECK(pool.stats().failedCount == 0);  // not admitted: no pool counter but rejectedCount
 }
 
-TEST_CASE("discard drops rejected tasks and their Futures report RejectedExecution; the queued one still runs (REJ-08; Java leaves them pending)",
-          "[rejection][saturated][discard]") {
+TEST_CASE(
+    "discard drops rejected tasks and their Futures report RejectedExecution; the queued one still runs (REJ-08; Java "
+    "leaves them pending)",
+    "[rejection][saturated][discard]") {
   Gate gate;
   Counter started;
   std::array<std::atomic<bool>, 5> ran{};
@@ -379,7 +391,8 @@ TEST_CASE("discard drops rejected tasks and their Futures report RejectedExecuti
   REQUIRE(started.waitFor(1));
 
   std::vector<Future<void>> futures;
-  for (std::size_t i = 0; i < 5; ++i) futures.push_back(pool.submit([&, i] { ran[i] = true; }));
+  for (std::size_t i = 0; i < 5; ++i)
+    futures.push_back(pool.submit([&, i] { ran[i] = true; }));
   CHECK_FALSE(futures[0].isDone());  // queued behind the long task
   for (std::size_t i = 1; i < 5; ++i) {
     INFO("task " << i);
@@ -398,12 +411,15 @@ TEST_CASE("discard drops rejected tasks and their Futures report RejectedExecuti
   pool.shutdown();
   REQUIRE(pool.awaitTermination(kLong));
   CHECK(ran[0].load());
-  for (std::size_t i = 1; i < 5; ++i) CHECK_FALSE(ran[i].load());
+  for (std::size_t i = 1; i < 5; ++i)
+    CHECK_FALSE(ran[i].load());
   CHECK(pool.stats().completedTaskCount == 2);
 }
 
-TEST_CASE("discardOldest evicts the queued task, whose Future reports RejectedExecution, and queues the new one (REJ-09; Java leaves the evicted one pending)",
-          "[rejection][saturated][discardOldest]") {
+TEST_CASE(
+    "discardOldest evicts the queued task, whose Future reports RejectedExecution, and queues the new one (REJ-09; "
+    "Java leaves the evicted one pending)",
+    "[rejection][saturated][discardOldest]") {
   Gate gate;
   std::atomic<bool> r1Started{false};
   std::atomic<bool> r2Ran{false};
@@ -500,14 +516,16 @@ class Producer {
   std::jthread thread_;
 };
 
-TEST_CASE("block makes the producer wait for room (a queue slot, or an idle thread for a hand-off), then admits the task",
-          "[rejection][saturated][block]") {
+TEST_CASE(
+    "block makes the producer wait for room (a queue slot, or an idle thread for a hand-off), then admits the task",
+    "[rejection][saturated][block]") {
   struct Variant {
     const char* name;
     WorkQueue queue;
     std::size_t blockers;  // tasks that saturate a pool of one thread
   };
-  const Variant v = GENERATE(Variant{"bounded(1)", WorkQueue::bounded(1), 2}, Variant{"synchronous", WorkQueue::synchronous(), 1});
+  const Variant v =
+      GENERATE(Variant{"bounded(1)", WorkQueue::bounded(1), 2}, Variant{"synchronous", WorkQueue::synchronous(), 1});
   INFO(v.name);
   // Far longer than the wait below: a producer that only gets in when the
   // timeout expires fails the test.
@@ -518,7 +536,8 @@ TEST_CASE("block makes the producer wait for room (a queue slot, or an idle thre
   ThreadPoolExecutor pool(poolOptions("rejblk", 1, 1, v.queue, RejectionPolicy::block(kBlockTimeout)));
   Producer producer;
   OpenOnExit release(gate);
-  for (std::size_t i = 0; i < v.blockers; ++i) pool.execute(blockingTask(gate, started));
+  for (std::size_t i = 0; i < v.blockers; ++i)
+    pool.execute(blockingTask(gate, started));
   REQUIRE(started.waitFor(1));
   producer.start(pool, ran);
 
@@ -565,7 +584,8 @@ TEST_CASE("a producer waiting under block is released with RejectedExecution whe
   CHECK(pool.stats().taskCount == 2);
 }
 
-TEST_CASE("block gives up after its timeout and throws RejectedExecution; the task never runs", "[rejection][saturated][block]") {
+TEST_CASE("block gives up after its timeout and throws RejectedExecution; the task never runs",
+          "[rejection][saturated][block]") {
   constexpr auto kTimeout = 50ms;
   Saturated sat("rejblkt", RejectionPolicy::block(kTimeout));
   std::atomic<bool> ran{false};
@@ -589,8 +609,10 @@ TEST_CASE("block with a negative timeout throws invalid_argument", "[rejection][
 
 // ---- user handlers -----------------------------------------------------------
 
-TEST_CASE("a custom handler that leaves the task lets it be destroyed: its Future reports BrokenPromise (REJ-02; Java leaves it pending)",
-          "[rejection][custom]") {
+TEST_CASE(
+    "a custom handler that leaves the task lets it be destroyed: its Future reports BrokenPromise (REJ-02; Java leaves "
+    "it pending)",
+    "[rejection][custom]") {
   HandlerLog log;
   Saturated sat("rejcust", recordingHandler(log));
   std::atomic<bool> ran{false};
@@ -678,7 +700,8 @@ TEST_CASE("an empty policy callable throws invalid_argument (Java's null handler
   CHECK_THROWS_AS(RejectionPolicy(nullHandler), std::invalid_argument);
 }
 
-TEST_CASE("policies report their names; a callable converts implicitly to a custom policy", "[rejection][construction]") {
+TEST_CASE("policies report their names; a callable converts implicitly to a custom policy",
+          "[rejection][construction]") {
   CHECK(RejectionPolicy::abort().name() == "abort");
   CHECK(RejectionPolicy::callerRuns().name() == "callerRuns");
   CHECK(RejectionPolicy::discard().name() == "discard");
@@ -716,8 +739,9 @@ class PendingTasks {
   ThreadPoolExecutor pool_;
 };
 
-TEST_CASE("the standard policies called directly on an idle pool act on the task and change nothing in the pool (REJ-11)",
-          "[rejection][direct]") {
+TEST_CASE(
+    "the standard policies called directly on an idle pool act on the task and change nothing in the pool (REJ-11)",
+    "[rejection][direct]") {
   ThreadPoolExecutor pool(1, 1, 1s, WorkQueue::bounded(1));
   PendingTasks source;
   std::atomic<bool> ran{false};

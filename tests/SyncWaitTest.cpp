@@ -153,7 +153,8 @@ TEST_CASE("syncWait may be called from several plain threads at once", "[syncwai
       resumedAtHomeTotal += resumedAtHome;
     });
   }
-  for (std::thread& thread : threads) thread.join();
+  for (std::thread& thread : threads)
+    thread.join();
   CHECK(sumTotal.load() == kThreads * 1225);
   CHECK(resumedAtHomeTotal.load() == kThreads * 50);
 }

@@ -82,7 +82,8 @@ Task<int> chain(int n) {
 
 Task<long> sumOfAnswers(int count) {
   long sum = 0;
-  for (int i = 0; i < count; ++i) sum += co_await answer();
+  for (int i = 0; i < count; ++i)
+    sum += co_await answer();
   co_return sum;
 }
 

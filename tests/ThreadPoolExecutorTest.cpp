@@ -91,14 +91,17 @@ std::exception_ptr constructThrough(Ctor ctor, std::size_t core, std::size_t max
 void requireInvalidArgumentNaming(const std::exception_ptr& error, std::initializer_list<std::string> words) {
   REQUIRE(holds<std::invalid_argument>(error));
   const std::string message = whatOf(error);
-  for (const std::string& word : words) CHECK_THAT(message, Contains(word));
+  for (const std::string& word : words)
+    CHECK_THAT(message, Contains(word));
 }
 
 // ---- CON: construction and argument validation -------------------------------
 
-TEST_CASE("constructing with corePoolSize above maximumPoolSize throws invalid_argument naming corePoolSize (CON-01, CON-04)",
-          "[executor][construction]") {
-  const Ctor ctor = GENERATE(Ctor::options, Ctor::optionsWithFactoryAndHandler, Ctor::javaStyle, Ctor::javaStyleWithPolicy);
+TEST_CASE(
+    "constructing with corePoolSize above maximumPoolSize throws invalid_argument naming corePoolSize (CON-01, CON-04)",
+    "[executor][construction]") {
+  const Ctor ctor =
+      GENERATE(Ctor::options, Ctor::optionsWithFactoryAndHandler, Ctor::javaStyle, Ctor::javaStyleWithPolicy);
   INFO(ctorName(ctor));
 
   SECTION("core 2, max 1 (CON-04)") {
@@ -113,7 +116,8 @@ TEST_CASE("constructing with corePoolSize above maximumPoolSize throws invalid_a
 TEST_CASE("constructing with maximumPoolSize 0 throws invalid_argument naming the field and the value (CON-02)",
           "[executor][construction]") {
   // Java's max = -1 has no counterpart: -1 converts to SIZE_MAX, a valid bound.
-  const Ctor ctor = GENERATE(Ctor::options, Ctor::optionsWithFactoryAndHandler, Ctor::javaStyle, Ctor::javaStyleWithPolicy);
+  const Ctor ctor =
+      GENERATE(Ctor::options, Ctor::optionsWithFactoryAndHandler, Ctor::javaStyle, Ctor::javaStyleWithPolicy);
   INFO(ctorName(ctor));
   SECTION("core 0") { requireInvalidArgumentNaming(constructThrough(ctor, 0, 0, 1s), {"maximumPoolSize", "0"}); }
   SECTION("core 1") { requireInvalidArgumentNaming(constructThrough(ctor, 1, 0, 1s), {"maximumPoolSize", "0"}); }
@@ -121,13 +125,16 @@ TEST_CASE("constructing with maximumPoolSize 0 throws invalid_argument naming th
 
 TEST_CASE("constructing with a negative keepAliveTime throws invalid_argument naming the field and the value (CON-03)",
           "[executor][construction]") {
-  const Ctor ctor = GENERATE(Ctor::options, Ctor::optionsWithFactoryAndHandler, Ctor::javaStyle, Ctor::javaStyleWithPolicy);
+  const Ctor ctor =
+      GENERATE(Ctor::options, Ctor::optionsWithFactoryAndHandler, Ctor::javaStyle, Ctor::javaStyleWithPolicy);
   INFO(ctorName(ctor));
   requireInvalidArgumentNaming(constructThrough(ctor, 1, 2, -1ns), {"keepAliveTime", "-1"});
 }
 
-TEST_CASE("valid sizes construct through every constructor: core 0, core == max, a huge max", "[executor][construction]") {
-  const Ctor ctor = GENERATE(Ctor::options, Ctor::optionsWithFactoryAndHandler, Ctor::javaStyle, Ctor::javaStyleWithPolicy);
+TEST_CASE("valid sizes construct through every constructor: core 0, core == max, a huge max",
+          "[executor][construction]") {
+  const Ctor ctor =
+      GENERATE(Ctor::options, Ctor::optionsWithFactoryAndHandler, Ctor::javaStyle, Ctor::javaStyleWithPolicy);
   INFO(ctorName(ctor));
   CHECK(constructThrough(ctor, 0, 1, 0ns) == nullptr);
   CHECK(constructThrough(ctor, 3, 3, 1s) == nullptr);
@@ -225,7 +232,8 @@ TEST_CASE("runtime setters refuse invalid values and keep the old ones (CON-08)"
   }
 }
 
-TEST_CASE("core and max stay equal through refused updates for sizes 1 to 4 (CON-09)", "[executor][construction][resize]") {
+TEST_CASE("core and max stay equal through refused updates for sizes 1 to 4 (CON-09)",
+          "[executor][construction][resize]") {
   ThreadPoolExecutor pool(1, 1, 1s, WorkQueue::bounded(10));
   for (std::size_t s = 1; s <= 4; ++s) {
     INFO("s = " << s);
@@ -250,12 +258,8 @@ TEST_CASE("an empty callable is refused with invalid_argument and counts nothing
   const std::function<void()> emptyAction;
   const std::function<int()> emptyCallable;
   void (*nullFunction)() = nullptr;
-  SECTION("execute(empty std::function)") {
-    CHECK_THROWS_AS(pool.execute(emptyAction), std::invalid_argument);
-  }
-  SECTION("execute(null function pointer)") {
-    CHECK_THROWS_AS(pool.execute(nullFunction), std::invalid_argument);
-  }
+  SECTION("execute(empty std::function)") { CHECK_THROWS_AS(pool.execute(emptyAction), std::invalid_argument); }
+  SECTION("execute(null function pointer)") { CHECK_THROWS_AS(pool.execute(nullFunction), std::invalid_argument); }
   SECTION("submit(empty std::function<void()>)") {
     CHECK_THROWS_AS((void)pool.submit(emptyAction), std::invalid_argument);
   }
@@ -315,10 +319,9 @@ struct FiniteQueue {
 
 TEST_CASE("a new task goes to a core thread, then the queue, then an extra thread, then the rejection policy",
           "[executor][routing][queue]") {
-  const FiniteQueue q = GENERATE(FiniteQueue{"bounded(1)", WorkQueue::bounded(1), 1},
-                                 FiniteQueue{"bounded(3)", WorkQueue::bounded(3), 3},
-                                 FiniteQueue{"priority(2)", WorkQueue::priority(2), 2},
-                                 FiniteQueue{"synchronous", WorkQueue::synchronous(), 0});
+  const FiniteQueue q = GENERATE(
+      FiniteQueue{"bounded(1)", WorkQueue::bounded(1), 1}, FiniteQueue{"bounded(3)", WorkQueue::bounded(3), 3},
+      FiniteQueue{"priority(2)", WorkQueue::priority(2), 2}, FiniteQueue{"synchronous", WorkQueue::synchronous(), 0});
   INFO(q.name);
   constexpr std::size_t kCore = 2;
   constexpr std::size_t kMax = 4;
@@ -540,7 +543,7 @@ struct FlakyFactory {
   std::atomic<bool> healthy{false};
   std::atomic<int> created{0};
   std::atomic<int> failures{0};
-  std::atomic<int> handled{0};              // every exception the uncaught handler saw
+  std::atomic<int> handled{0};               // every exception the uncaught handler saw
   std::atomic<int> handledFactoryErrors{0};  // those that were the factory's own
   std::atomic<bool> handlerSawPoolName{true};
 
@@ -562,15 +565,17 @@ struct FlakyFactory {
     options.uncaughtExceptionHandler = [this, name = options.name](std::exception_ptr error, const TaskInfo& info) {
       ++handled;
       if (info.poolName != name) handlerSawPoolName = false;
-      const bool fromFactory = failure == FactoryFailure::throwsBadAlloc ? holds<std::bad_alloc>(error)
-                                                                         : holds<FactoryError>(error);
+      const bool fromFactory =
+          failure == FactoryFailure::throwsBadAlloc ? holds<std::bad_alloc>(error) : holds<FactoryError>(error);
       if (fromFactory) ++handledFactoryErrors;
     };
   }
 };
 
-TEST_CASE("a thread factory that fails after the first thread leaves every task to that thread, and none is rejected (RTE-06)",
-          "[executor][routing][factory]") {
+TEST_CASE(
+    "a thread factory that fails after the first thread leaves every task to that thread, and none is rejected "
+    "(RTE-06)",
+    "[executor][routing][factory]") {
   FlakyFactory factory;
   factory.failure = GENERATE(FactoryFailure::throwsError, FactoryFailure::returnsNotJoinable);
   factory.successes = 1;
@@ -605,10 +610,13 @@ TEST_CASE("a thread factory that fails after the first thread leaves every task 
   }
 }
 
-TEST_CASE("a flaky thread factory's error reaches the uncaught handler, not the submitter, and the pool still terminates (RTE-07; Java throws it from execute)",
-          "[executor][routing][factory]") {
+TEST_CASE(
+    "a flaky thread factory's error reaches the uncaught handler, not the submitter, and the pool still terminates "
+    "(RTE-07; Java throws it from execute)",
+    "[executor][routing][factory]") {
   FlakyFactory factory;
-  factory.failure = GENERATE(FactoryFailure::throwsError, FactoryFailure::throwsBadAlloc, FactoryFailure::returnsNotJoinable);
+  factory.failure =
+      GENERATE(FactoryFailure::throwsError, FactoryFailure::throwsBadAlloc, FactoryFailure::returnsNotJoinable);
   factory.successes = 4;
   INFO(failureName(factory.failure));
   ThreadPoolOptions options = poolOptions("rte07", 10, 10, WorkQueue::unbounded());
@@ -618,7 +626,8 @@ TEST_CASE("a flaky thread factory's error reaches the uncaught handler, not the 
   Counter done;
   ThreadPoolExecutor pool(std::move(options));
   StopOnFailure stopOnFailure(pool);
-  for (int i = 0; i < 8; ++i) REQUIRE_NOTHROW(pool.execute([&] { done.arrive(); }));
+  for (int i = 0; i < 8; ++i)
+    REQUIRE_NOTHROW(pool.execute([&] { done.arrive(); }));
   REQUIRE(done.waitFor(8));
   CHECK(pool.stats().poolSize == 4);
   CHECK(pool.stats().rejectedCount == 0);
@@ -632,8 +641,10 @@ TEST_CASE("a flaky thread factory's error reaches the uncaught handler, not the 
   CHECK(pool.stats().completedTaskCount == 8);
 }
 
-TEST_CASE("when the thread factory fails, a task goes to the queue, then to the policy, whose RejectedExecution says the factory failed",
-          "[executor][routing][factory]") {
+TEST_CASE(
+    "when the thread factory fails, a task goes to the queue, then to the policy, whose RejectedExecution says the "
+    "factory failed",
+    "[executor][routing][factory]") {
   FlakyFactory factory;
   factory.failure = GENERATE(FactoryFailure::throwsError, FactoryFailure::returnsNotJoinable);
   factory.successes = 0;
@@ -687,14 +698,17 @@ TEST_CASE("when the thread factory fails, a task goes to the queue, then to the 
 
 // ---- RTE-10: cancel + purge --------------------------------------------------
 
-TEST_CASE("cancelled queued tasks are removed by purge; taskCount keeps counting them as admitted (RTE-10; Java's taskCount drops to 3)",
-          "[executor][routing][purge]") {
+TEST_CASE(
+    "cancelled queued tasks are removed by purge; taskCount keeps counting them as admitted (RTE-10; Java's taskCount "
+    "drops to 3)",
+    "[executor][routing][purge]") {
   Gate gate;
   Counter started;
   ThreadPoolExecutor pool(1, 1, 1s, WorkQueue::bounded(10));
   OpenOnExit release(gate);
   std::vector<Future<void>> futures;
-  for (int i = 0; i < 5; ++i) futures.push_back(pool.submit(blockingTask(gate, started)));
+  for (int i = 0; i < 5; ++i)
+    futures.push_back(pool.submit(blockingTask(gate, started)));
   REQUIRE(started.waitFor(1));
   PoolStats stats = pool.stats();
   CHECK(stats.taskCount == 5);

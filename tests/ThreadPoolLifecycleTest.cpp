@@ -78,8 +78,7 @@ void checkTerminated(ThreadPoolExecutor& pool) {
   CHECK(s.queueSize == 0u);
   CHECK(s.activeCount == 0u);
   CHECK(s.poolSize == 0u);
-  CHECK(s.taskCount ==
-        s.completedTaskCount + s.failedCount + s.cancelledCount + s.discardedCount + s.drainedCount);
+  CHECK(s.taskCount == s.completedTaskCount + s.failedCount + s.cancelledCount + s.discardedCount + s.drainedCount);
 }
 
 /// A pool shape the same contract runs over.
@@ -233,7 +232,8 @@ TEST_CASE("shutdown lets running and queued tasks finish without cancelling them
 
   gate.open();
   REQUIRE(pool.awaitTermination(kLong));
-  for (int i = 0; i < 8; ++i) CHECK(futures[static_cast<std::size_t>(i)].get() == i * 10);
+  for (int i = 0; i < 8; ++i)
+    CHECK(futures[static_cast<std::size_t>(i)].get() == i * 10);
   CHECK(queuedRan == 8);
   CHECK(cancelSeen == 0);
   checkTerminated(pool);
@@ -289,7 +289,8 @@ TEST_CASE("shutdownNow returns the never-started tasks in queue order and cancel
   CHECK(queuedRan == 0);
 
   // The returned tasks are the caller's: not settled until run or dropped.
-  for (auto& future : futures) CHECK_FALSE(future.isDone());
+  for (auto& future : futures)
+    CHECK_FALSE(future.isDone());
   for (auto& task : drained) {
     CHECK(task.valid());
     CHECK(task.hasFuture());
@@ -299,7 +300,8 @@ TEST_CASE("shutdownNow returns the never-started tasks in queue order and cancel
     std::lock_guard lock(orderMutex);
     CHECK(order == std::vector<int>{0, 1, 2, 3, 4});
   }
-  for (int i = 0; i < 5; ++i) CHECK(futures[static_cast<std::size_t>(i)].get() == i);
+  for (int i = 0; i < 5; ++i)
+    CHECK(futures[static_cast<std::size_t>(i)].get() == i);
 
   checkTerminated(pool);
   const PoolStats s = pool.stats();
@@ -334,15 +336,16 @@ TEST_CASE("shutdownNow on a priority queue returns the highest priority first an
   std::vector<PendingTask> drained = pool.shutdownNow();
   REQUIRE(drained.size() == 5u);
   std::vector<int> drainedPriorities;
-  for (auto& task : drained) drainedPriorities.push_back(task.priority());
+  for (auto& task : drained)
+    drainedPriorities.push_back(task.priority());
   CHECK(drainedPriorities == std::vector<int>{5, 5, 3, 2, 1});
-  for (auto& task : drained) task.run();
+  for (auto& task : drained)
+    task.run();
   std::lock_guard lock(orderMutex);
   CHECK(order == std::vector<int>{1, 3, 2, 4, 0});
 }
 
-TEST_CASE("tasks dropped after shutdownNow report BrokenPromise to their Futures",
-          "[executor][lifecycle][shutdown]") {
+TEST_CASE("tasks dropped after shutdownNow report BrokenPromise to their Futures", "[executor][lifecycle][shutdown]") {
   Counter started;
   std::atomic<int> ran{0};
   Gate gate;
@@ -354,7 +357,8 @@ TEST_CASE("tasks dropped after shutdownNow report BrokenPromise to their Futures
   });
   REQUIRE(started.waitFor(1));
   std::vector<Future<int>> futures;
-  for (int i = 0; i < 3; ++i) futures.push_back(pool.submit([&] { return ++ran; }));
+  for (int i = 0; i < 3; ++i)
+    futures.push_back(pool.submit([&] { return ++ran; }));
 
   std::vector<PendingTask> drained = pool.shutdownNow();
   REQUIRE(drained.size() == 3u);
@@ -515,10 +519,7 @@ TEST_CASE("close waits for running and queued tasks and leaves the pool terminat
 TEST_CASE("close on an idle or shut-down or terminated pool leaves it terminated (LIF-11)",
           "[executor][lifecycle][close]") {
   const int before = GENERATE(0, 1, 2, 3);
-  INFO((before == 0   ? "never used"
-        : before == 1 ? "idle with a thread"
-        : before == 2 ? "shut down"
-                      : "terminated"));
+  INFO((before == 0 ? "never used" : before == 1 ? "idle with a thread" : before == 2 ? "shut down" : "terminated"));
   ThreadPoolExecutor pool(1, 2, 60s, WorkQueue::bounded(4));
   if (before >= 1) CHECK(pool.submit([] { return 1; }).get() == 1);
   if (before >= 2) pool.shutdown();
@@ -536,8 +537,10 @@ TEST_CASE("the destructor runs every queued task before it returns (LIF-08 LIF-1
   Gate gate;
   {
     ThreadPoolExecutor pool(shape.threads, shape.threads, 60s, shape.queue);
-    for (std::size_t i = 0; i < shape.threads; ++i) pool.execute([&] { gate.wait(); });
-    for (int i = 0; i < 12; ++i) pool.execute([&] { ++ran; });
+    for (std::size_t i = 0; i < shape.threads; ++i)
+      pool.execute([&] { gate.wait(); });
+    for (int i = 0; i < 12; ++i)
+      pool.execute([&] { ++ran; });
     std::jthread opener([&] {
       std::this_thread::sleep_for(20ms);
       gate.open();
@@ -624,8 +627,9 @@ TEST_CASE("maximumPoolSize reads back what was set (RSZ-03)", "[executor][resize
   CHECK(pool.stats().corePoolSize == 3u);
 }
 
-TEST_CASE("raising maximumPoolSize is used at once and lowering it retires surplus threads as they finish (RSZ-04 RSZ-05)",
-          "[executor][resize]") {
+TEST_CASE(
+    "raising maximumPoolSize is used at once and lowering it retires surplus threads as they finish (RSZ-04 RSZ-05)",
+    "[executor][resize]") {
   Counter started;
   Gate gate;
   ThreadPoolExecutor pool(1, 2, 60s, WorkQueue::bounded(2));
@@ -634,7 +638,8 @@ TEST_CASE("raising maximumPoolSize is used at once and lowering it retires surpl
     started.arrive();
     gate.wait();
   };
-  for (int i = 0; i < 4; ++i) pool.execute(blocker);  // core thread, 2 queued, 1 extra thread
+  for (int i = 0; i < 4; ++i)
+    pool.execute(blocker);  // core thread, 2 queued, 1 extra thread
   REQUIRE(started.waitFor(2));
   PoolStats s = pool.stats();
   CHECK(s.poolSize == 2u);
@@ -643,7 +648,8 @@ TEST_CASE("raising maximumPoolSize is used at once and lowering it retires surpl
   CHECK(s.taskCount == 4u);
 
   pool.setMaximumPoolSize(4);
-  for (int i = 0; i < 2; ++i) pool.execute(blocker);  // the queue is full: two more threads at once
+  for (int i = 0; i < 2; ++i)
+    pool.execute(blocker);  // the queue is full: two more threads at once
   REQUIRE(started.waitFor(4));
   s = pool.stats();
   CHECK(s.poolSize == 4u);

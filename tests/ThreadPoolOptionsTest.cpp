@@ -151,7 +151,8 @@ TEST_CASE("beforeExecute and afterExecute run around each task on its pool threa
   pool.submit([&] {
         events.add("task");
         threads.add(std::this_thread::get_id());
-      }).get();
+      })
+      .get();
   REQUIRE(afterCalls.waitFor(1));
   CHECK(events.items() == std::vector<std::string>{"before hk-1", "task", "after ok"});
   const auto ids = threads.items();
@@ -287,7 +288,7 @@ TEST_CASE("a throwing beforeExecute fails the task with that exception and the w
   pool.close();
 
   CHECK(bodyRan == 1);
-  CHECK(afterCalls == 1);  // not called for the refused tasks
+  CHECK(afterCalls == 1);                                                          // not called for the refused tasks
   CHECK(threadNames.items() == std::vector<std::string>{"hk-1", "hk-1", "hk-1"});  // the worker survived
   // The execute() task's hook exception goes to the uncaught handler.
   const auto infos = uncaught.items();
@@ -315,7 +316,8 @@ TEST_CASE("an exception from afterExecute is dropped and the worker survives", "
   options.uncaughtExceptionHandler = [&](std::exception_ptr, const TaskInfo&) { ++uncaught; };
   ThreadPoolExecutor pool(std::move(options));
 
-  for (int i = 0; i < 3; ++i) CHECK(pool.submit([i] { return i; }).get() == i);
+  for (int i = 0; i < 3; ++i)
+    CHECK(pool.submit([i] { return i; }).get() == i);
   pool.close();
   CHECK(afterCalls == 3);
   CHECK(uncaught == 0);
@@ -325,8 +327,7 @@ TEST_CASE("an exception from afterExecute is dropped and the worker survives", "
   CHECK(s.failedCount == 0u);
 }
 
-TEST_CASE("terminated runs once with the pool shut down but not yet terminated (HK-05 LIF-07)",
-          "[hooks][lifecycle]") {
+TEST_CASE("terminated runs once with the pool shut down but not yet terminated (HK-05 LIF-07)", "[hooks][lifecycle]") {
   enum class End { shutdown, shutdownNow, close, destructor };
   const End end = GENERATE(End::shutdown, End::shutdownNow, End::close, End::destructor);
   INFO("ended by " << static_cast<int>(end));
@@ -357,7 +358,8 @@ TEST_CASE("terminated runs once with the pool shut down but not yet terminated (
   };
   std::optional<ThreadPoolExecutor> pool(std::in_place, std::move(options));
   self = &*pool;
-  for (int i = 0; i < 20; ++i) pool->execute([&] { ++tasksRan; });
+  for (int i = 0; i < 20; ++i)
+    pool->execute([&] { ++tasksRan; });
 
   switch (end) {
     case End::shutdown:
@@ -368,12 +370,8 @@ TEST_CASE("terminated runs once with the pool shut down but not yet terminated (
       (void)pool->shutdownNow();
       REQUIRE(pool->awaitTermination(kLong));
       break;
-    case End::close:
-      pool->close();
-      break;
-    case End::destructor:
-      pool.reset();
-      break;
+    case End::close: pool->close(); break;
+    case End::destructor: pool.reset(); break;
   }
   CHECK(terminatedCalls == 1);
   CHECK(sawShutdown);
@@ -466,7 +464,8 @@ TEST_CASE("the uncaught handler gets each execute exception exactly once with th
   };
   ThreadPoolExecutor pool(std::move(options));
 
-  for (int i = 0; i < 3; ++i) pool.execute([i] { throw std::runtime_error("e" + std::to_string(i)); });
+  for (int i = 0; i < 3; ++i)
+    pool.execute([i] { throw std::runtime_error("e" + std::to_string(i)); });
   auto submitted = pool.submit([] { throw std::runtime_error("for the Future"); });
   pool.execute([] {});  // a task that does not throw
   CHECK_THROWS_WITH(submitted.get(), "for the Future");
@@ -497,7 +496,8 @@ TEST_CASE("an exception from the uncaught handler is dropped and the worker surv
     throw std::runtime_error("the handler failed (expected by the test)");
   };
   ThreadPoolExecutor pool(std::move(options));
-  for (int i = 0; i < 3; ++i) pool.execute([] { throw TaskError{1}; });
+  for (int i = 0; i < 3; ++i)
+    pool.execute([] { throw TaskError{1}; });
   CHECK(pool.submit([] { return 5; }).get() == 5);
   pool.close();
   CHECK(handlerCalls == 3);
@@ -526,7 +526,8 @@ TEST_CASE("the default uncaught handler prints the error with the pool and threa
   std::string text;
   std::rewind(capture);
   char buffer[512];
-  while (std::fgets(buffer, sizeof buffer, capture) != nullptr) text += buffer;
+  while (std::fgets(buffer, sizeof buffer, capture) != nullptr)
+    text += buffer;
   std::fclose(capture);
   INFO("stderr: " << text);
   CHECK(text.find("kaboom-7") != std::string::npos);
@@ -609,6 +610,7 @@ TEST_CASE("a custom ThreadFactory gets each thread's name and its threads run th
   pool.close();
   CHECK(factoryNames.items() == std::vector<std::string>{"fx-1", "fx-2"});
   const auto made = factoryThreads.items();
-  for (const auto& id : taskThreads.items()) CHECK(std::find(made.begin(), made.end(), id) != made.end());
+  for (const auto& id : taskThreads.items())
+    CHECK(std::find(made.begin(), made.end(), id) != made.end());
   CHECK(pool.stats().largestPoolSize == 2u);
 }

@@ -60,8 +60,12 @@ TEST_CASE("bounded(0) and priority(0) throw invalid_argument naming the capacity
     CHECK_THAT(whatOf(error), Contains("capacity"));
     CHECK_THAT(whatOf(error), Contains("0"));
   };
-  SECTION("bounded(0)") { requireRefused(thrownBy([] { (void)WorkQueue::bounded(0); })); }
-  SECTION("priority(0)") { requireRefused(thrownBy([] { (void)WorkQueue::priority(0); })); }
+  SECTION("bounded(0)") {
+    requireRefused(thrownBy([] { (void)WorkQueue::bounded(0); }));
+  }
+  SECTION("priority(0)") {
+    requireRefused(thrownBy([] { (void)WorkQueue::priority(0); }));
+  }
 }
 
 TEST_CASE("the default options hold waiting tasks in a bounded(1024) queue", "[queue][construction]") {
@@ -92,7 +96,8 @@ TEST_CASE("a pool keeps the queue it was given and reports its capacity in stats
   CHECK(stats.queueSize == 0);
 }
 
-TEST_CASE("with its only thread busy, a pool holds exactly capacity() waiting tasks, then rejects", "[queue][routing]") {
+TEST_CASE("with its only thread busy, a pool holds exactly capacity() waiting tasks, then rejects",
+          "[queue][routing]") {
   const WorkQueue queue =
       GENERATE(WorkQueue::bounded(1), WorkQueue::bounded(4), WorkQueue::priority(3), WorkQueue::synchronous());
   INFO(queue.describe());
@@ -157,7 +162,8 @@ TEST_CASE("bounded and unbounded queues run waiting tasks in submission order, i
   CHECK(order == std::vector<char>{'a', 'b', 'c', 'd', 'e', 'f', 'g'});
 }
 
-TEST_CASE("a priority queue runs the highest priority first and equal priorities in submission order", "[queue][order]") {
+TEST_CASE("a priority queue runs the highest priority first and equal priorities in submission order",
+          "[queue][order]") {
   SECTION("mixed priorities") {
     const std::vector<char> order =
         runOrder(WorkQueue::priority(8), {{'a', 1}, {'b', 5}, {'c', 1}, {'d', 5}, {'e', 3}, {'f', -2}, {'g', 3}});
@@ -179,7 +185,8 @@ TEST_CASE("purge removes cancelled waiting tasks and keeps the order of the othe
     WorkQueue queue;
     std::vector<char> expected;
   };
-  const Variant v = GENERATE(Variant{WorkQueue::bounded(8), {'a', 'd', 'e'}}, Variant{WorkQueue::priority(8), {'d', 'e', 'a'}});
+  const Variant v =
+      GENERATE(Variant{WorkQueue::bounded(8), {'a', 'd', 'e'}}, Variant{WorkQueue::priority(8), {'d', 'e', 'a'}});
   INFO(v.queue.describe());
   Gate gate;
   Counter started;
@@ -190,7 +197,8 @@ TEST_CASE("purge removes cancelled waiting tasks and keeps the order of the othe
   pool.execute(blockingTask(gate, started));
   REQUIRE(started.waitFor(1));
   std::vector<Future<void>> futures;
-  for (const auto& [id, priority] : std::vector<std::pair<char, int>>{{'a', 1}, {'b', 5}, {'c', 1}, {'d', 5}, {'e', 3}}) {
+  for (const auto& [id, priority] :
+       std::vector<std::pair<char, int>>{{'a', 1}, {'b', 5}, {'c', 1}, {'d', 5}, {'e', 3}}) {
     const char taskId = id;
     futures.push_back(pool.submit(
         [&, taskId] {
@@ -204,7 +212,8 @@ TEST_CASE("purge removes cancelled waiting tasks and keeps the order of the othe
   CHECK(pool.purge() == 2);
   CHECK(pool.stats().queueSize == 3);
   gate.open();
-  for (std::size_t i : {0u, 3u, 4u}) REQUIRE(futures[i].waitFor(kLong));
+  for (std::size_t i : {0u, 3u, 4u})
+    REQUIRE(futures[i].waitFor(kLong));
   std::lock_guard lock(mutex);
   CHECK(order == v.expected);
 }

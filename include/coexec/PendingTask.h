@@ -41,7 +41,8 @@ class COEXEC_EXPORT PendingTask {
   /// pool.
   /// \throws whatever the task threw, for a task given to `execute()` (there is
   /// no Future to carry it; a fire-and-forget coroutine's failure is printed to
-  /// stderr instead); a `submit()`ted task's exception goes to its Future. \throws std::logic_error if the handle is empty.
+  /// stderr instead); a `submit()`ted task's exception goes to its Future. \throws std::logic_error if the handle is
+  /// empty.
   void run();
 
   /// True until the task is run, moved from or dropped.

@@ -36,26 +36,26 @@ COEXEC_EXPORT std::string_view toString(PoolState state) noexcept;
 ///
 /// Thread safety: a plain value; copy freely.
 struct PoolStats {
-  std::string name;                   ///< the pool's name (thread-name prefix)
+  std::string name;  ///< the pool's name (thread-name prefix)
   PoolState state = PoolState::running;
   std::size_t corePoolSize = 0;
   std::size_t maximumPoolSize = 0;
-  std::size_t poolSize = 0;           ///< live worker threads
-  std::size_t activeCount = 0;        ///< threads running a task now
-  std::size_t largestPoolSize = 0;    ///< historical peak of poolSize
-  std::uint64_t taskCount = 0;        ///< tasks admitted (started on a new thread or queued)
+  std::size_t poolSize = 0;              ///< live worker threads
+  std::size_t activeCount = 0;           ///< threads running a task now
+  std::size_t largestPoolSize = 0;       ///< historical peak of poolSize
+  std::uint64_t taskCount = 0;           ///< tasks admitted (started on a new thread or queued)
   std::uint64_t completedTaskCount = 0;  ///< admitted tasks that returned normally
-  std::size_t queueSize = 0;          ///< tasks waiting in the work queue (outside submissions)
-  std::size_t localQueueSize = 0;     ///< tasks submitted from the pool's own threads, waiting in their
-                                      ///< local queues (not bounded by the work queue's capacity)
-  std::size_t queueCapacity = 0;      ///< 0 for synchronous(); SIZE_MAX for unbounded()
-  std::uint64_t rejectedCount = 0;    ///< tasks that reached the rejection policy
-  std::uint64_t failedCount = 0;      ///< admitted tasks that threw (or whose beforeExecute threw)
-  std::uint64_t cancelledCount = 0;   ///< admitted tasks cancelled while queued, or that ended by throwing
-                                      ///< OperationCancelled (a task cancelled while running that returns
-                                      ///< normally counts as completed; its Future reports the cancellation)
-  std::uint64_t discardedCount = 0;   ///< admitted tasks evicted from the queue by discardOldest
-  std::uint64_t drainedCount = 0;     ///< tasks returned unrun by shutdownNow()
+  std::size_t queueSize = 0;             ///< tasks waiting in the work queue (outside submissions)
+  std::size_t localQueueSize = 0;        ///< tasks submitted from the pool's own threads, waiting in their
+                                         ///< local queues (bounded(n) counts them against its capacity)
+  std::size_t queueCapacity = 0;         ///< 0 for synchronous(); SIZE_MAX for unbounded()
+  std::uint64_t rejectedCount = 0;       ///< tasks that reached the rejection policy
+  std::uint64_t failedCount = 0;         ///< admitted tasks that threw (or whose beforeExecute threw)
+  std::uint64_t cancelledCount = 0;      ///< admitted tasks cancelled while queued, or that ended by throwing
+                                         ///< OperationCancelled (a task cancelled while running that returns
+                                         ///< normally counts as completed; its Future reports the cancellation)
+  std::uint64_t discardedCount = 0;      ///< admitted tasks evicted from the queue by discardOldest
+  std::uint64_t drainedCount = 0;        ///< tasks returned unrun by shutdownNow()
 };
 
 }  // namespace coexec
@@ -66,6 +66,5 @@ struct PoolStats {
 /// rejected 2`.
 template <>
 struct COEXEC_EXPORT fmt::formatter<coexec::PoolStats> : fmt::formatter<std::string_view> {
-  fmt::format_context::iterator format(const coexec::PoolStats& stats,
-                                       fmt::format_context& ctx) const;
+  fmt::format_context::iterator format(const coexec::PoolStats& stats, fmt::format_context& ctx) const;
 };

@@ -58,9 +58,9 @@ class COEXEC_EXPORT RejectionPolicy {
 
   /// A user handler. \throws std::invalid_argument if `handler` is empty.
   template <class F>
-    requires(std::invocable<F&, PendingTask&, ThreadPoolExecutor&> &&
-             !std::same_as<std::remove_cvref_t<F>, RejectionPolicy>)
-  RejectionPolicy(F&& handler)  // NOLINT(google-explicit-constructor): a callable is a policy
+  requires(std::invocable<F&, PendingTask&, ThreadPoolExecutor&> &&
+           !std::same_as<std::remove_cvref_t<F>, RejectionPolicy>)
+      RejectionPolicy(F&& handler)  // NOLINT(google-explicit-constructor): a callable is a policy
       : RejectionPolicy(Kind::custom, Handler(std::forward<F>(handler))) {}
 
   /// Applies the policy to `task` for `pool`, on the calling thread. Blocks

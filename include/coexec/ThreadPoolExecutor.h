@@ -210,8 +210,8 @@ class COEXEC_EXPORT ThreadPoolExecutor {
       if (detail::isEmptyCallable(f)) throwEmptyCallable(operation);
       using Result = detail::CallableResult<Fn>;
       if constexpr (detail::IsTask<Result>::value) {
-        return adoptTask(new detail::CoroutineTask<typename Result::value_type, Fn>(Fn(std::forward<F>(f)), HasFuture,
-                                                                                   priority));
+        return adoptTask(
+            new detail::CoroutineTask<typename Result::value_type, Fn>(Fn(std::forward<F>(f)), HasFuture, priority));
       } else {
         return adoptTask(new detail::CallableTask<Result, Fn>(Fn(std::forward<F>(f)), HasFuture, priority));
       }

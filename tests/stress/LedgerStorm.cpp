@@ -69,11 +69,11 @@ struct Config {
 /// What the task bodies saw, to check the pool's counters against.
 struct Tally {
   std::atomic<std::uint64_t> returnedOnPool{0};
-  std::atomic<std::uint64_t> thrownOnPool{0};           // own error (StormError)
-  std::atomic<std::uint64_t> executeThrownOnPool{0};    // subset of thrownOnPool
-  std::atomic<std::uint64_t> cancelThrownOnPool{0};     // OperationCancelled
+  std::atomic<std::uint64_t> thrownOnPool{0};         // own error (StormError)
+  std::atomic<std::uint64_t> executeThrownOnPool{0};  // subset of thrownOnPool
+  std::atomic<std::uint64_t> cancelThrownOnPool{0};   // OperationCancelled
   std::atomic<std::uint64_t> uncaught{0};
-  std::atomic<std::uint64_t> uncaughtOther{0};          // not a StormError
+  std::atomic<std::uint64_t> uncaughtOther{0};  // not a StormError
   std::atomic<std::uint64_t> submissions{0};
   std::atomic<std::uint64_t> rejectedCaught{0};
   std::atomic<std::uint64_t> producerSurprises{0};
@@ -91,8 +91,7 @@ struct Held {
 int body(Tally& tally, Kind kind, bool isExecute, int value, const CancellationToken& token) {
   const bool onPool = !tlsOutsidePool;
   switch (kind) {
-    case Kind::quick:
-      break;
+    case Kind::quick: break;
     case Kind::throwing:
       if (onPool) {
         ++tally.thrownOnPool;
@@ -253,11 +252,11 @@ TEST_CASE("the ledger adds up and every Future settles after a storm of submissi
                   [&tally, kind, value](CancellationToken token) { (void)body(tally, kind, true, value, token); },
                   priority);
             } else {
-              mine.push_back(Held{pool.submit([&tally, kind, value](CancellationToken token) {
-                                    return body(tally, kind, false, value, token);
-                                  },
-                                  priority),
-                                  kind, value});
+              mine.push_back(Held{
+                  pool.submit(
+                      [&tally, kind, value](CancellationToken token) { return body(tally, kind, false, value, token); },
+                      priority),
+                  kind, value});
             }
           } catch (const RejectedExecution&) {
             ++tally.rejectedCaught;

@@ -46,8 +46,7 @@ class CoroutineTask final : public ResultCore<R> {
   static constexpr bool kIsCallable = !IsTask<Source>::value;
 
  public:
-  CoroutineTask(Source&& source, bool hasFuture, int priority)
-      : ResultCore<R>(hasFuture, takesToken(), priority) {
+  CoroutineTask(Source&& source, bool hasFuture, int priority) : ResultCore<R>(hasFuture, takesToken(), priority) {
     if constexpr (kIsCallable) {
       fn_.emplace(std::move(source));
     } else {

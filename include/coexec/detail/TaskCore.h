@@ -131,13 +131,13 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
 
   mutable std::mutex mutex_;
   std::condition_variable done_;
-  Stage stage_ = Stage::queued;                  // guarded by mutex_ (owner-only when !hasFuture_)
-  bool cancelled_ = false;                       // guarded by mutex_
-  bool consumed_ = false;                        // guarded by mutex_
-  std::exception_ptr error_;                     // guarded by mutex_
-  Continuation continuation_ = nullptr;          // guarded by mutex_
-  void* continuationArg_ = nullptr;              // guarded by mutex_
-  std::optional<CancellationSource> source_;     // set at construction, then const
+  Stage stage_ = Stage::queued;               // guarded by mutex_ (owner-only when !hasFuture_)
+  bool cancelled_ = false;                    // guarded by mutex_
+  bool consumed_ = false;                     // guarded by mutex_
+  std::exception_ptr error_;                  // guarded by mutex_
+  Continuation continuation_ = nullptr;       // guarded by mutex_
+  void* continuationArg_ = nullptr;           // guarded by mutex_
+  std::optional<CancellationSource> source_;  // set at construction, then const
   const bool hasFuture_;
   const int priority_;
 };

@@ -32,7 +32,7 @@ class TaskPromiseBase : public Recycled {
     template <class Promise>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> finished) noexcept {
       TaskPromiseBase& promise = finished.promise();
-      if (promise.continuation_) return transferTo(promise.continuation_);  // back to the awaiter
+      if (promise.continuation_) return transferTo(promise.continuation_);   // back to the awaiter
       if (promise.completion_) promise.completion_(promise.completionArg_);  // may destroy the frame
       return std::noop_coroutine();
     }
@@ -71,7 +71,7 @@ class TaskPromise final : public TaskPromiseBase {
   Task<T> get_return_object() noexcept { return Task<T>(std::coroutine_handle<TaskPromise>::from_promise(*this)); }
 
   template <class U>
-    requires std::is_convertible_v<U&&, T>
+  requires std::is_convertible_v<U&&, T>
   void return_value(U&& value) noexcept(std::is_nothrow_constructible_v<T, U&&>) {
     value_.emplace(std::forward<U>(value));
   }
