@@ -37,22 +37,6 @@ inline ThreadPoolOptions poolOptions(std::string name, std::size_t core, std::si
   return options;
 }
 
-/// Opens a gate when it goes out of scope. Declare the Gate before the pool
-/// (queued tasks that run while the pool's destructor drains the queue still
-/// find it alive) and this guard after the pool (it is destroyed first, so a
-/// failed assertion releases the blocked tasks before the pool's destructor
-/// waits for them).
-class OpenOnExit {
- public:
-  explicit OpenOnExit(Gate& gate) : gate_(gate) {}
-  OpenOnExit(const OpenOnExit&) = delete;
-  OpenOnExit& operator=(const OpenOnExit&) = delete;
-  ~OpenOnExit() { gate_.open(); }
-
- private:
-  Gate& gate_;
-};
-
 /// Calls shutdownNow() if the scope is left by an exception (a failed
 /// REQUIRE), so that tasks stuck in a queue no thread serves cannot hang the
 /// pool's destructor. Declare it after the pool.

@@ -49,7 +49,7 @@ using coexec::test::Gate;
 using coexec::test::holdsA;
 using coexec::test::kLong;
 using coexec::test::Lifetimes;
-using coexec::test::ReleaseOnExit;
+using coexec::test::OpenOnExit;
 using coexec::test::taggedPool;
 using coexec::test::throwsA;
 using coexec::test::Tracker;
@@ -166,7 +166,7 @@ TEST_CASE("a coroutine on pool P awaiting a Future that completes on pool Q resu
   Gate gate;
   ThreadPoolExecutor p(taggedPool("P", 1, 1, WorkQueue::bounded(4)));
   ThreadPoolExecutor q(taggedPool("Q", 1, 1, WorkQueue::bounded(4)));
-  ReleaseOnExit release(gate);
+  OpenOnExit release(gate);
   std::atomic<bool> completedOnQ{false};
   Future<std::string> path = p.submit([&q, &gate, &completedOnQ]() -> Task<std::string> {
     std::string before(currentTag);
@@ -194,7 +194,7 @@ TEST_CASE("a coroutine awaiting work that completes on a thread of its own pool 
     if (info.priority == kInnerTag) innerAfterExecuteRan = true;
   };
   ThreadPoolExecutor pool(options);
-  ReleaseOnExit release(gate);
+  OpenOnExit release(gate);
   Counter innerStarted;
   struct Seen {
     std::thread::id innerThread;
@@ -248,7 +248,7 @@ TEST_CASE("a fire-and-forget coroutine's exception reaches the uncaught handler 
     handled.arrive();
   };
   ThreadPoolExecutor pool(options);
-  ReleaseOnExit release(gate);
+  OpenOnExit release(gate);
 
   pool.execute([]() -> Task<void> {
     throw CoroutineError("before suspending");
@@ -279,8 +279,8 @@ TEST_CASE("a continuation is admitted while the pool's queue is full", "[corouti
   Gate blocker;
   ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
   ThreadPoolExecutor p(taggedPool("fp", 1, 1, WorkQueue::bounded(1)));
-  ReleaseOnExit releaseRemote(remote);
-  ReleaseOnExit releaseBlocker(blocker);
+  OpenOnExit releaseRemote(remote);
+  OpenOnExit releaseBlocker(blocker);
   Future<std::string> coroutine = p.submit([&q, &remote]() -> Task<std::string> {
     Future<int> later = q.submit([&remote] {
       remote.wait();
@@ -313,7 +313,7 @@ TEST_CASE("a coroutine suspended when the pool shuts down completes, and awaitTe
   Gate remote;
   ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
   ThreadPoolExecutor p(taggedPool("sd", 1, 1, WorkQueue::bounded(4)));
-  ReleaseOnExit releaseRemote(remote);
+  OpenOnExit releaseRemote(remote);
   Future<std::string> coroutine = p.submit([&q, &remote]() -> Task<std::string> {
     Future<int> later = q.submit([&remote] {
       remote.wait();
@@ -404,7 +404,7 @@ TEST_CASE("stats counts a coroutine task once, and a suspended coroutine is not 
   Gate remote;
   ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
   ThreadPoolExecutor p(taggedPool("st", 1, 1, WorkQueue::bounded(4)));
-  ReleaseOnExit releaseRemote(remote);
+  OpenOnExit releaseRemote(remote);
   Future<int> coroutine = p.submit([&p, &q, &remote]() -> Task<int> {
     co_await resumeOn(p);  // yields: resumptions, not new tasks
     co_await resumeOn(p);
@@ -438,7 +438,7 @@ TEST_CASE("the pool keeps a coroutine lambda's captures alive until the coroutin
   {
     ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
     ThreadPoolExecutor p(taggedPool("cap", 1, 1, WorkQueue::bounded(4)));
-    ReleaseOnExit releaseRemote(remote);
+    OpenOnExit releaseRemote(remote);
     const std::string text(200, 'x');  // long: on the heap, so ASan sees a use after free
     Future<std::size_t> length =
         p.submit([text, tracker = Tracker(lifetimes), &q, &remote, &lifetimes]() -> Task<std::size_t> {
@@ -468,7 +468,7 @@ TEST_CASE("a fire-and-forget coroutine lambda's captures live until it finishes"
   {
     ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
     ThreadPoolExecutor p(taggedPool("fcap", 1, 1, WorkQueue::bounded(4)));
-    ReleaseOnExit releaseRemote(remote);
+    OpenOnExit releaseRemote(remote);
     const std::string text(200, 'y');
     p.execute([text, tracker = Tracker(lifetimes), &q, &remote, &lifetimes, &captureAlive, &finished]() -> Task<void> {
       Future<void> later = q.submit([&remote] { remote.wait(); });
@@ -489,7 +489,7 @@ TEST_CASE("cancel of a suspended coroutine task cancels its token", "[coroutine]
   Gate remote;
   ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
   ThreadPoolExecutor p(taggedPool("cn", 1, 1, WorkQueue::bounded(4)));
-  ReleaseOnExit releaseRemote(remote);
+  OpenOnExit releaseRemote(remote);
   Future<int> coroutine = p.submit([&q, &remote](CancellationToken token) -> Task<int> {
     Future<int> later = q.submit([&remote] {
       remote.wait();
@@ -509,7 +509,7 @@ TEST_CASE("cancel of a suspended coroutine task cancels its token", "[coroutine]
 TEST_CASE("callerRuns runs a rejected coroutine task in the caller until it first suspends", "[coroutine][rejection]") {
   Gate gate;
   ThreadPoolExecutor pool(taggedPool("cr", 1, 1, WorkQueue::bounded(1), RejectionPolicy::callerRuns()));
-  ReleaseOnExit release(gate);
+  OpenOnExit release(gate);
   Counter started;
   pool.execute([&] {
     started.arrive();

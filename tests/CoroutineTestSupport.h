@@ -71,20 +71,6 @@ inline ThreadPoolOptions taggedPool(std::string_view name, std::size_t core, std
   return options;
 }
 
-/// Opens a gate when it goes out of scope. Declare the Gate before the pool
-/// and this guard after it: a failed assertion then releases the blocked
-/// tasks before the pool's destructor waits for them.
-class ReleaseOnExit {
- public:
-  explicit ReleaseOnExit(Gate& gate) : gate_(gate) {}
-  ReleaseOnExit(const ReleaseOnExit&) = delete;
-  ReleaseOnExit& operator=(const ReleaseOnExit&) = delete;
-  ~ReleaseOnExit() { gate_.open(); }
-
- private:
-  Gate& gate_;
-};
-
 /// True if `f()` throws an `E` (or a type derived from it).
 template <class E, class F>
 bool throwsA(F&& f) {

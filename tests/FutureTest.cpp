@@ -33,6 +33,7 @@ using coexec::WorkQueue;
 using coexec::test::Counter;
 using coexec::test::Gate;
 using coexec::test::kLong;
+using coexec::test::OpenOnExit;
 
 static_assert(!std::is_copy_constructible_v<Future<int>>);
 static_assert(!std::is_copy_assignable_v<Future<int>>);
@@ -40,13 +41,6 @@ static_assert(std::is_nothrow_move_constructible_v<Future<int>>);
 static_assert(std::is_nothrow_move_assignable_v<Future<int>>);
 
 namespace {
-
-/// Opens the gate when the test leaves its scope, before the pool's destructor
-/// (declare it right after the pool), also when a REQUIRE fails.
-struct OpenOnExit {
-  Gate& gate;
-  ~OpenOnExit() { gate.open(); }
-};
 
 struct TaskError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -36,25 +36,9 @@ using coexec::test::Counter;
 using coexec::test::eventually;
 using coexec::test::Gate;
 using coexec::test::kLong;
+using coexec::test::StopOnExit;
 
 namespace {
-
-/// Opens the gate and stops the pool when the test leaves its scope, before
-/// the pool's destructor (declare it right after the pool).
-class StopOnExit {
- public:
-  StopOnExit(Gate& gate, ThreadPoolExecutor& pool) : gate_(gate), pool_(pool) {}
-  StopOnExit(const StopOnExit&) = delete;
-  StopOnExit& operator=(const StopOnExit&) = delete;
-  ~StopOnExit() {
-    gate_.open();
-    (void)pool_.shutdownNow();
-  }
-
- private:
-  Gate& gate_;
-  ThreadPoolExecutor& pool_;
-};
 
 std::uint64_t settled(const PoolStats& s) {
   return s.completedTaskCount + s.failedCount + s.cancelledCount + s.discardedCount + s.drainedCount;

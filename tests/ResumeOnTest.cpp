@@ -31,7 +31,7 @@ using coexec::test::Counter;
 using coexec::test::currentTag;
 using coexec::test::eventually;
 using coexec::test::Gate;
-using coexec::test::ReleaseOnExit;
+using coexec::test::OpenOnExit;
 using coexec::test::taggedPool;
 using coexec::test::throwsA;
 
@@ -65,7 +65,7 @@ struct SaturatedPool {
 
   Gate gate;
   ThreadPoolExecutor pool;
-  ReleaseOnExit release{gate};
+  OpenOnExit release{gate};
 };
 
 }  // namespace
@@ -144,7 +144,7 @@ TEST_CASE("a resumeOn hop returned by shutdownNow and dropped resumes the corout
   Gate gate;
   ThreadPoolExecutor target(taggedPool("tgt", 1, 1, WorkQueue::bounded(4)));
   ThreadPoolExecutor origin(taggedPool("org", 1, 1, WorkQueue::bounded(4)));
-  ReleaseOnExit release(gate);
+  OpenOnExit release(gate);
   Counter started;
   target.execute([&] {
     started.arrive();

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include "coexec/ThreadPoolExecutor.h"
+
 namespace coexec::test {
 
 /// The limit for "eventually" (the JDK's LONG_DELAY_MS).
@@ -52,6 +54,41 @@ class Gate {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool open_ = false;
+};
+
+/// Opens a gate when it goes out of scope. Declare the Gate before the pool
+/// (queued tasks that run while the pool's destructor drains the queue still
+/// find it alive) and this guard after the pool (it is destroyed first, so a
+/// failed assertion releases the blocked tasks before the pool's destructor
+/// waits for them).
+class OpenOnExit {
+ public:
+  explicit OpenOnExit(Gate& gate) : gate_(gate) {}
+  OpenOnExit(const OpenOnExit&) = delete;
+  OpenOnExit& operator=(const OpenOnExit&) = delete;
+  ~OpenOnExit() { gate_.open(); }
+
+ private:
+  Gate& gate_;
+};
+
+/// Declared right after the pool: when the test leaves its scope (also through
+/// a failed REQUIRE) it opens the gate and stops the pool, so no blocked or
+/// queued task keeps the pool's destructor waiting. A no-op for a pool already
+/// terminated.
+class StopOnExit {
+ public:
+  StopOnExit(Gate& gate, ThreadPoolExecutor& pool) : gate_(gate), pool_(pool) {}
+  StopOnExit(const StopOnExit&) = delete;
+  StopOnExit& operator=(const StopOnExit&) = delete;
+  ~StopOnExit() {
+    gate_.open();
+    (void)pool_.shutdownNow();
+  }
+
+ private:
+  Gate& gate_;
+  ThreadPoolExecutor& pool_;
 };
 
 /// Counts arrivals; waitFor(n) blocks until n have arrived.

@@ -39,26 +39,9 @@ using coexec::test::Counter;
 using coexec::test::eventually;
 using coexec::test::Gate;
 using coexec::test::kLong;
+using coexec::test::StopOnExit;
 
 namespace {
-
-/// Declared right after the pool: when the test leaves its scope (also through
-/// a failed REQUIRE) it opens the gate and stops the pool, so no blocked task
-/// keeps the pool's destructor waiting. A no-op for a pool already terminated.
-class StopOnExit {
- public:
-  StopOnExit(Gate& gate, ThreadPoolExecutor& pool) : gate_(gate), pool_(pool) {}
-  StopOnExit(const StopOnExit&) = delete;
-  StopOnExit& operator=(const StopOnExit&) = delete;
-  ~StopOnExit() {
-    gate_.open();
-    (void)pool_.shutdownNow();
-  }
-
- private:
-  Gate& gate_;
-  ThreadPoolExecutor& pool_;
-};
 
 /// Blocks the calling task until its token is cancelled (bounded by Gate).
 void waitForCancellation(const CancellationToken& token) {

@@ -42,15 +42,9 @@ using coexec::test::Counter;
 using coexec::test::eventually;
 using coexec::test::Gate;
 using coexec::test::kLong;
+using coexec::test::OpenOnExit;
 
 namespace {
-
-/// Opens the gate when the test leaves its scope, before the pool's destructor
-/// (declare it right after the pool), also when a REQUIRE fails.
-struct OpenOnExit {
-  Gate& gate;
-  ~OpenOnExit() { gate.open(); }
-};
 
 /// A task's own exception type, to tell it apart from anything the pool throws.
 struct TaskError {
