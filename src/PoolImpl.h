@@ -86,8 +86,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   PoolStats statsLocked() const;
   // Requires: mutex_ held. Wakes the most recently idle worker; false if none.
   bool wakeOneLocked();
-  // Requires: mutex_ held. New work is available: wake an idle worker.
-  bool notifyWorkLocked();
   // Requires: mutex_ held. Wakes every idle worker (shutdown, configuration).
   void wakeAllLocked();
   // Requires: mutex_ held. synchronous(): gives `task` to an idle worker.

@@ -108,7 +108,7 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   } else if (queue_.offer(task, localQueued_.load(std::memory_order_relaxed))) {
     queueSizeMirror_.store(queue_.size(), std::memory_order_relaxed);
     taskCount_.fetch_add(1, std::memory_order_relaxed);
-    if (!notifyWorkLocked() && workers_.empty()) {
+    if (!wakeOneLocked() && workers_.empty()) {
       // Core 0, or every thread failed to start or timed out: someone must run
       // it. If the factory fails here too, the task waits in the queue for the
       // next thread that starts (the next submission, or shutdown()).
@@ -283,7 +283,7 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   }
   if (idleCount_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard lock(mutex_);
-    notifyWorkLocked();
+    wakeOneLocked();
   }
   return true;
 }
@@ -338,8 +338,6 @@ bool PoolImpl::wakeOneLocked() {
   worker->wake.notify_one();
   return true;
 }
-
-bool PoolImpl::notifyWorkLocked() { return wakeOneLocked(); }
 
 void PoolImpl::wakeAllLocked() {
   while (wakeOneLocked()) {
@@ -414,7 +412,7 @@ void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
     std::lock_guard lock(mutex_);
     if (state_ != PoolState::terminated) {
       continuations_.push(handle);
-      if (notifyWorkLocked() || !workers_.empty()) return;  // else a busy worker takes it next
+      if (wakeOneLocked() || !workers_.empty()) return;  // else a busy worker takes it next
       PendingTask none;
       if (addWorkerLocked(none, errors)) return;
       continuations_.extractIf([handle](std::coroutine_handle<> h) { return h == handle; });
@@ -613,31 +611,21 @@ void ThreadPoolExecutor::throwEmptyCallable(const char* operation) {
 }
 
 void ThreadPoolExecutor::admit(PendingTask task) {
-  detail::PoolImpl& p = *impl_;
-  if (p.tryPushLocal(task)) return;  // from one of our own threads: its local queue
-  detail::PoolImpl::FactoryErrors errors;
-  {
-    std::lock_guard lock(p.mutex_);
-    if (p.tryAdmitLocked(task, errors)) {
-      task = PendingTask();
-    } else {
-      ++p.rejected_;
-      task.core_->rejectReason = p.saturationReasonLocked(!errors.empty());
-    }
-  }
-  p.reportFactoryErrors(errors);
-  if (task.valid()) p.policy_(task, *this);
+  if (!tryAdmit(task, /*countRejection=*/true)) impl_->policy_(task, *this);
 }
 
-bool ThreadPoolExecutor::tryAdmit(PendingTask& task) {
+bool ThreadPoolExecutor::tryAdmit(PendingTask& task, bool countRejection) {
   detail::PoolImpl& p = *impl_;
-  if (p.tryPushLocal(task)) return true;
+  if (p.tryPushLocal(task)) return true;  // from one of our own threads: its local queue
   detail::PoolImpl::FactoryErrors errors;
   bool admitted = false;
   {
     std::lock_guard lock(p.mutex_);
     admitted = p.tryAdmitLocked(task, errors);
-    if (!admitted) task.core_->rejectReason = p.saturationReasonLocked(!errors.empty());
+    if (!admitted) {
+      if (countRejection) ++p.rejected_;  // in the same snapshot as the refusal
+      task.core_->rejectReason = p.saturationReasonLocked(!errors.empty());
+    }
   }
   p.reportFactoryErrors(errors);
   return admitted;

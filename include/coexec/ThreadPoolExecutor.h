@@ -223,8 +223,9 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   [[noreturn]] static void throwEmptyCallable(const char* operation);
 
   void admit(PendingTask task);
-  /// Admission without the policy: takes `task` and returns true, or leaves it.
-  bool tryAdmit(PendingTask& task);
+  /// Admission without the policy: takes `task` and returns true, or leaves it
+  /// (counting a rejection if asked: admit() is this plus the policy).
+  bool tryAdmit(PendingTask& task, bool countRejection = false);
   // For RejectionPolicy:
   RejectedExecution rejection(const PendingTask& task) const;
   bool evictOldest();
