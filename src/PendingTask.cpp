@@ -6,16 +6,9 @@
 
 namespace coexec {
 
-PendingTask& PendingTask::operator=(PendingTask&& other) noexcept {
-  if (this != &other) {
-    PendingTask old(std::move(*this));  // settles the task this handle held, if unrun
-    core_ = std::move(other.core_);
-  }
-  return *this;
-}
-
-PendingTask::~PendingTask() {
-  if (core_) core_->abandon(std::make_exception_ptr(BrokenPromise()));
+void PendingTask::abandonUnrun() noexcept {
+  detail::Ref<detail::TaskCore> core = std::move(core_);
+  core->abandon(std::make_exception_ptr(BrokenPromise()));  // does nothing if it started or settled
 }
 
 void PendingTask::run() {

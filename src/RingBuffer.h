@@ -9,7 +9,8 @@ namespace coexec::detail {
 /// A FIFO on a growable circular array whose capacity is a power of two:
 /// unlike std::deque it does not allocate and free blocks as elements pass
 /// through, so a queue in steady state never reaches the allocator. Not
-/// synchronised.
+/// synchronised. Elements must be handles whose moved-from state owns
+/// nothing (PendingTask, Ref, coroutine_handle): popped slots are not reset.
 template <class T>
 class RingBuffer {
  public:
@@ -23,8 +24,7 @@ class RingBuffer {
   }
   /// Precondition: !empty().
   T pop() {
-    T value = std::move(slots_[head_]);
-    slots_[head_] = T();
+    T value = std::move(slots_[head_]);  // leaves the slot empty (a moved-from handle)
     head_ = (head_ + 1) & mask_;
     --size_;
     return value;
@@ -33,7 +33,6 @@ class RingBuffer {
   T popBack() {
     const std::size_t last = (head_ + size_ - 1) & mask_;
     T value = std::move(slots_[last]);
-    slots_[last] = T();
     --size_;
     return value;
   }

@@ -27,11 +27,21 @@ class COEXEC_EXPORT PendingTask {
   /// An empty handle (`valid() == false`).
   PendingTask() noexcept = default;
   PendingTask(PendingTask&&) noexcept = default;
-  PendingTask& operator=(PendingTask&& other) noexcept;
+  /// Drops the task this handle held (its Future reports BrokenPromise if it
+  /// never ran), then takes `other`'s.
+  PendingTask& operator=(PendingTask&& other) noexcept {
+    if (this != &other) {
+      if (core_) abandonUnrun();
+      core_ = std::move(other.core_);
+    }
+    return *this;
+  }
   PendingTask(const PendingTask&) = delete;
   PendingTask& operator=(const PendingTask&) = delete;
   /// Never blocks. If the task never ran, its Future reports BrokenPromise.
-  ~PendingTask();
+  ~PendingTask() {
+    if (core_) abandonUnrun();
+  }
 
   /// Runs the task on the calling thread and empties the handle. Blocks for as
   /// long as the task runs; a coroutine task runs here until it first
@@ -63,6 +73,8 @@ class COEXEC_EXPORT PendingTask {
   friend class detail::TaskQueue;
   friend class detail::ResumeOnAwaiter;
   explicit PendingTask(detail::Ref<detail::TaskCore> core) noexcept : core_(std::move(core)) {}
+  /// Settles a task that never ran with BrokenPromise and empties the handle.
+  void abandonUnrun() noexcept;
   detail::Ref<detail::TaskCore> core_;
 };
 
