@@ -34,6 +34,7 @@ using coexec::ThreadPoolOptions;
 using coexec::WorkQueue;
 using coexec::test::Counter;
 using coexec::test::eventually;
+using coexec::test::executeBlocked;
 using coexec::test::Gate;
 using coexec::test::kLong;
 using coexec::test::StopOnExit;
@@ -193,12 +194,7 @@ TEST_CASE("largestPoolSize keeps the peak after the pool terminates (MET-03)", "
   ThreadPoolExecutor pool(3, 3, 60s, WorkQueue::bounded(10));
   StopOnExit stop(gate, pool);
   CHECK(pool.stats().largestPoolSize == 0u);
-  for (int i = 0; i < 3; ++i) {
-    pool.execute([&] {
-      started.arrive();
-      gate.wait();
-    });
-  }
+  executeBlocked(pool, 3, started, gate);
   REQUIRE(started.waitFor(3));
   CHECK(pool.stats().largestPoolSize == 3u);
   gate.open();
@@ -256,12 +252,7 @@ TEST_CASE("largestPoolSize keeps the historical peak after maximumPoolSize is lo
   Gate gate;
   ThreadPoolExecutor pool(1, 4, 60s, WorkQueue::synchronous());
   StopOnExit stop(gate, pool);
-  for (int i = 0; i < 4; ++i) {
-    pool.execute([&] {
-      started.arrive();
-      gate.wait();
-    });
-  }
+  executeBlocked(pool, 4, started, gate);
   REQUIRE(started.waitFor(4));
   CHECK(pool.stats().largestPoolSize == 4u);
   pool.setMaximumPoolSize(2);

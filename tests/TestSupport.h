@@ -117,6 +117,17 @@ class Counter {
   std::size_t count_ = 0;
 };
 
+/// Executes `n` tasks on `pool` that each arrive at `started` and then block
+/// on `gate`: the usual way to occupy n threads (or fill a queue).
+inline void executeBlocked(ThreadPoolExecutor& pool, std::size_t n, Counter& started, Gate& gate) {
+  for (std::size_t i = 0; i < n; ++i) {
+    pool.execute([&started, &gate] {
+      started.arrive();
+      gate.wait();
+    });
+  }
+}
+
 /// Polls `condition` every millisecond until it holds or `limit` passes. For
 /// states reached asynchronously (a thread exiting after keep-alive); the
 /// sleep only bounds the wait, it never decides the outcome.

@@ -37,6 +37,7 @@ using coexec::ThreadPoolOptions;
 using coexec::WorkQueue;
 using coexec::test::Counter;
 using coexec::test::eventually;
+using coexec::test::executeBlocked;
 using coexec::test::Gate;
 using coexec::test::kLong;
 using coexec::test::StopOnExit;
@@ -663,12 +664,7 @@ TEST_CASE("lowering keepAliveTime makes idle surplus threads exit with the new v
   ThreadPoolExecutor pool(1, 3, 60s, WorkQueue::synchronous());
   StopOnExit stop(gate, pool);
   CHECK(pool.keepAliveTime() == 60s);
-  for (int i = 0; i < 3; ++i) {
-    pool.execute([&] {
-      started.arrive();
-      gate.wait();
-    });
-  }
+  executeBlocked(pool, 3, started, gate);
   REQUIRE(started.waitFor(3));
   gate.open();
   REQUIRE(eventually([&] { return pool.stats().completedTaskCount == 3 && pool.stats().activeCount == 0; }));
@@ -684,12 +680,7 @@ TEST_CASE("raising corePoolSize starts threads for the tasks already queued", "[
   Gate gate;
   ThreadPoolExecutor pool(1, 4, 60s, WorkQueue::bounded(10));
   StopOnExit stop(gate, pool);
-  for (int i = 0; i < 4; ++i) {
-    pool.execute([&] {
-      started.arrive();
-      gate.wait();
-    });
-  }
+  executeBlocked(pool, 4, started, gate);
   REQUIRE(started.waitFor(1));
   CHECK(pool.stats().queueSize == 3u);
 
@@ -748,12 +739,7 @@ TEST_CASE("idle threads above core exit after keepAliveTime and the pool stays a
   Gate gate;
   ThreadPoolExecutor pool(2, 4, 20ms, WorkQueue::synchronous());
   StopOnExit stop(gate, pool);
-  for (int i = 0; i < 4; ++i) {
-    pool.execute([&] {
-      started.arrive();
-      gate.wait();
-    });
-  }
+  executeBlocked(pool, 4, started, gate);
   REQUIRE(started.waitFor(4));
   CHECK(pool.stats().poolSize == 4u);
   CHECK(pool.corePoolSize() == 2u);
@@ -770,12 +756,7 @@ TEST_CASE("a keepAliveTime of zero retires surplus threads as soon as they find 
   Gate gate;
   ThreadPoolExecutor pool(1, 3, 0ns, WorkQueue::synchronous());
   StopOnExit stop(gate, pool);
-  for (int i = 0; i < 3; ++i) {
-    pool.execute([&] {
-      started.arrive();
-      gate.wait();
-    });
-  }
+  executeBlocked(pool, 3, started, gate);
   REQUIRE(started.waitFor(3));
   gate.open();
   CHECK(eventually([&] { return pool.stats().poolSize == 1; }));
@@ -813,12 +794,7 @@ TEST_CASE("core time-out set in the options lets every core thread exit (KA-04)"
   ThreadPoolExecutor pool(std::move(options));
   StopOnExit stop(gate, pool);
   CHECK(pool.allowsCoreThreadTimeOut());
-  for (int i = 0; i < 4; ++i) {
-    pool.execute([&] {
-      started.arrive();
-      gate.wait();
-    });
-  }
+  executeBlocked(pool, 4, started, gate);
   REQUIRE(started.waitFor(4));
   CHECK(pool.stats().poolSize == 4u);
   const auto released = std::chrono::steady_clock::now();
