@@ -45,6 +45,7 @@ using coexec::WorkQueue;
 using coexec::test::Counter;
 using coexec::test::currentTag;
 using coexec::test::eventually;
+using coexec::test::executeBlocked;
 using coexec::test::Gate;
 using coexec::test::holdsA;
 using coexec::test::kLong;
@@ -511,10 +512,7 @@ TEST_CASE("callerRuns runs a rejected coroutine task in the caller until it firs
   ThreadPoolExecutor pool(taggedPool("cr", 1, 1, WorkQueue::bounded(1), RejectionPolicy::callerRuns()));
   OpenOnExit release(gate);
   Counter started;
-  pool.execute([&] {
-    started.arrive();
-    gate.wait();
-  });
+  executeBlocked(pool, 1, started, gate);
   REQUIRE(started.waitFor(1));
   pool.execute([] {});
   const std::thread::id caller = std::this_thread::get_id();

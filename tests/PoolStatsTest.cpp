@@ -136,10 +136,7 @@ TEST_CASE("stats report each lifecycle state", "[stats][lifecycle]") {
   ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(4));
   StopOnExit stop(gate, pool);
   CHECK(pool.stats().state == PoolState::running);
-  pool.execute([&] {
-    started.arrive();
-    gate.wait();
-  });
+  executeBlocked(pool, 1, started, gate);
   REQUIRE(started.waitFor(1));
   if (now) {
     (void)pool.shutdownNow();
@@ -180,10 +177,7 @@ TEST_CASE("poolSize is 0 before the first task and 1 while it runs (MET-02)", "[
   ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(10));
   StopOnExit stop(gate, pool);
   CHECK(pool.stats().poolSize == 0u);
-  pool.execute([&] {
-    started.arrive();
-    gate.wait();
-  });
+  executeBlocked(pool, 1, started, gate);
   REQUIRE(started.waitFor(1));
   CHECK(pool.stats().poolSize == 1u);
 }
@@ -211,10 +205,7 @@ TEST_CASE("taskCount counts admitted tasks at once and completedTaskCount when t
   StopOnExit stop(gate, pool);
   CHECK(pool.stats().taskCount == 0u);
   CHECK(pool.stats().completedTaskCount == 0u);
-  pool.execute([&] {
-    started.arrive();
-    gate.wait();
-  });
+  executeBlocked(pool, 1, started, gate);
   REQUIRE(started.waitFor(1));
   CHECK(pool.stats().taskCount == 1u);
   CHECK(pool.stats().completedTaskCount == 0u);
@@ -342,10 +333,7 @@ TEST_CASE("drainedCount counts the tasks shutdownNow returns and not those that 
   Gate gate;
   ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(8));
   StopOnExit stop(gate, pool);
-  pool.execute([&] {
-    started.arrive();
-    gate.wait();
-  });
+  executeBlocked(pool, 1, started, gate);
   REQUIRE(started.waitFor(1));
   for (int i = 0; i < 4; ++i)
     pool.execute([] {});

@@ -30,6 +30,7 @@ using coexec::WorkQueue;
 using coexec::test::Counter;
 using coexec::test::currentTag;
 using coexec::test::eventually;
+using coexec::test::executeBlocked;
 using coexec::test::Gate;
 using coexec::test::OpenOnExit;
 using coexec::test::taggedPool;
@@ -146,10 +147,7 @@ TEST_CASE("a resumeOn hop returned by shutdownNow and dropped resumes the corout
   ThreadPoolExecutor origin(taggedPool("org", 1, 1, WorkQueue::bounded(4)));
   OpenOnExit release(gate);
   Counter started;
-  target.execute([&] {
-    started.arrive();
-    gate.wait();
-  });
+  executeBlocked(target, 1, started, gate);
   REQUIRE(started.waitFor(1));
   Future<std::string> outcome = origin.submit([&target]() -> Task<std::string> {
     try {

@@ -99,10 +99,7 @@ TEST_CASE("isShutdown isTerminating and isTerminated follow a busy pool through 
   CHECK_FALSE(pool.isTerminating());
   CHECK_FALSE(pool.isTerminated());
 
-  pool.execute([&] {
-    started.arrive();
-    gate.wait();
-  });
+  executeBlocked(pool, 1, started, gate);
   REQUIRE(started.waitFor(1));
   CHECK_FALSE(pool.isShutdown());
   CHECK_FALSE(pool.isTerminating());
@@ -130,10 +127,7 @@ TEST_CASE("awaitTermination on a live pool returns false after at least its time
   ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(10));
   StopOnExit stop(gate, pool);
   if (busy) {
-    pool.execute([&] {
-      started.arrive();
-      gate.wait();
-    });
+    executeBlocked(pool, 1, started, gate);
     REQUIRE(started.waitFor(1));
   }
 
@@ -162,10 +156,7 @@ TEST_CASE("awaitTermination with the largest timeout waits for termination inste
   Gate gate;
   ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(10));
   StopOnExit stop(gate, pool);
-  pool.execute([&] {
-    started.arrive();
-    gate.wait();
-  });
+  executeBlocked(pool, 1, started, gate);
   REQUIRE(started.waitFor(1));
   pool.shutdown();
   bool terminated = false;
@@ -302,10 +293,7 @@ TEST_CASE("shutdownNow on a priority queue returns the highest priority first an
   Gate gate;
   ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::priority(16));
   StopOnExit stop(gate, pool);
-  pool.execute([&] {
-    started.arrive();
-    gate.wait();
-  });
+  executeBlocked(pool, 1, started, gate);
   REQUIRE(started.waitFor(1));
 
   const int priorities[] = {1, 5, 3, 5, 2};
@@ -335,10 +323,7 @@ TEST_CASE("tasks dropped after shutdownNow report BrokenPromise to their Futures
   Gate gate;
   ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(8));
   StopOnExit stop(gate, pool);
-  pool.execute([&] {
-    started.arrive();
-    gate.wait();
-  });
+  executeBlocked(pool, 1, started, gate);
   REQUIRE(started.waitFor(1));
   std::vector<Future<int>> futures;
   for (int i = 0; i < 3; ++i)
@@ -439,10 +424,7 @@ TEST_CASE("a queued task cancelled before shutdown never runs and does not stall
   Gate gate;
   ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(4));
   StopOnExit stop(gate, pool);
-  pool.execute([&] {
-    started.arrive();
-    gate.wait();
-  });
+  executeBlocked(pool, 1, started, gate);
   REQUIRE(started.waitFor(1));
   auto cancelled = pool.submit([&] { ++ran; });
   REQUIRE(cancelled.cancel());
@@ -479,10 +461,7 @@ TEST_CASE("close waits for running and queued tasks and leaves the pool terminat
   Gate gate;
   ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(4));
   StopOnExit stop(gate, pool);
-  pool.execute([&] {
-    started.arrive();
-    gate.wait();
-  });
+  executeBlocked(pool, 1, started, gate);
   pool.execute([&] { queuedFinished = true; });
   REQUIRE(started.waitFor(1));
   {

@@ -40,6 +40,7 @@ using coexec::ThreadPoolOptions;
 using coexec::WorkQueue;
 using coexec::test::Counter;
 using coexec::test::eventually;
+using coexec::test::executeBlocked;
 using coexec::test::Gate;
 using coexec::test::kLong;
 using coexec::test::OpenOnExit;
@@ -421,10 +422,7 @@ TEST_CASE("hooks do not run for caller-run tasks", "[hooks][rejection]") {
   ThreadPoolExecutor pool(std::move(options));
   OpenOnExit release{gate};
 
-  pool.execute([&] {
-    started.arrive();
-    gate.wait();
-  });
+  executeBlocked(pool, 1, started, gate);
   REQUIRE(started.waitFor(1));
   pool.execute([] {});  // queued
   auto callerRun = pool.submit([] { return std::this_thread::get_id(); });
