@@ -138,8 +138,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   const bool localQueues_;                  // the queue kind allows local queues
 
   alignas(64) std::mutex inFlightMutex_;
-  std::atomic<std::size_t> inFlight_{0};  // changed under inFlightMutex_
-  std::vector<TaskCore*> inFlightTasks_;  // guarded by inFlightMutex_; for shutdownNow(); unordered
+  std::atomic<std::size_t> inFlight_{0};  // coroutine tasks started, not finished
+  std::vector<TaskCore*> inFlightTasks_;  // those with a token (shutdownNow() cancels them); guarded by inFlightMutex_
 
   // Everything below is guarded by mutex_.
   PoolState state_ = PoolState::running;  // write through setStateLocked()

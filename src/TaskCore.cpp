@@ -1,6 +1,7 @@
 #include "coexec/detail/TaskCore.h"
 
 #include <stdexcept>
+#include <thread>
 
 #include "coexec/Errors.h"
 
@@ -28,14 +29,17 @@ bool TaskCore::tryStart() noexcept {
     // No Future: nothing can cancel or wait for this task, and its owner
     // (whoever holds the PendingTask, or the worker that dequeued it) is the
     // only thread that touches its stage.
-    if (stage_ != Stage::queued) return false;
-    stage_ = Stage::running;
+    if (state_.load(std::memory_order_relaxed) != kQueued) return false;
+    state_.store(kRunning, std::memory_order_relaxed);
     return true;
   }
-  std::lock_guard lock(mutex_);
-  if (stage_ != Stage::queued) return false;
-  stage_ = Stage::running;
-  return true;
+  std::uint32_t s = state_.load(std::memory_order_acquire);
+  while (stageOf(s) == kQueued) {
+    if (state_.compare_exchange_weak(s, s | kRunning, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 RunResult TaskCore::run() noexcept {
@@ -56,99 +60,136 @@ RunResult TaskCore::finish(std::exception_ptr error) noexcept {
   }
   if (!hasFuture_) {  // nobody to publish to (see tryStart)
     discardValue();
-    stage_ = Stage::done;
+    state_.store(kDone, std::memory_order_relaxed);
     return result;
   }
-  std::unique_lock lock(mutex_);
-  std::exception_ptr published = result.error;
-  if (cancelled_) {
-    // Cancelled while running: the value is dropped and the Future reports the
-    // cancellation. The pool counts the task by how it actually ended.
-    discardValue();
-    if (result.outcome != Outcome::cancelled) published = std::make_exception_ptr(OperationCancelled());
+  std::uint32_t s = state_.load(std::memory_order_acquire);
+  while (true) {
+    if ((s & kCancelled) != 0) {
+      // Cancelled while running: the value is dropped and the Future reports
+      // the cancellation. The pool counts the task by how it actually ended.
+      discardValue();
+      error_ = result.outcome == Outcome::cancelled ? result.error : std::make_exception_ptr(OperationCancelled());
+    } else {
+      error_ = result.error;
+    }
+    // Fails if a cancellation or a continuation arrived meanwhile: look again.
+    if (state_.compare_exchange_weak(s, (s & ~kStageMask) | kDone, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+      break;
+    }
   }
-  settle(lock, std::move(published));
+  publish(s);
   return result;
 }
 
 void TaskCore::failRunning(std::exception_ptr error) noexcept {
-  std::unique_lock lock(mutex_);
-  if (stage_ != Stage::running) return;
-  settle(lock, std::move(error));
+  if (stageOf(state_.load(std::memory_order_acquire)) != kRunning) return;
+  error_ = std::move(error);  // the running stage belongs to the thread that started the task
+  publish(state_.fetch_or(kDone, std::memory_order_acq_rel));
+}
+
+bool TaskCore::claimQueued(std::uint32_t extraFlags) noexcept {
+  std::uint32_t s = state_.load(std::memory_order_acquire);
+  while (stageOf(s) == kQueued) {
+    if (state_.compare_exchange_weak(s, s | kSettling | extraFlags, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void TaskCore::abandon(std::exception_ptr reason) noexcept {
-  std::unique_lock lock(mutex_);
-  if (stage_ != Stage::queued) return;
-  settle(lock, std::move(reason));
+  if (!claimQueued(0)) return;
+  error_ = std::move(reason);
+  publish(state_.fetch_or(kDone, std::memory_order_acq_rel));
 }
 
 bool TaskCore::requestCancel() noexcept {
-  std::unique_lock lock(mutex_);
-  if (stage_ == Stage::done) return false;
-  const bool first = !cancelled_;
-  cancelled_ = true;
-  if (stage_ == Stage::queued) {
-    settle(lock, std::make_exception_ptr(OperationCancelled()));
-  } else {
-    lock.unlock();
+  std::uint32_t s = state_.load(std::memory_order_acquire);
+  while (true) {
+    switch (stageOf(s)) {
+      case kDone: return false;
+      case kSettling:  // being abandoned: done within a few instructions
+        std::this_thread::yield();
+        s = state_.load(std::memory_order_acquire);
+        continue;
+      case kQueued:
+        if (claimQueued(kCancelled)) {
+          error_ = std::make_exception_ptr(OperationCancelled());
+          publish(state_.fetch_or(kDone, std::memory_order_acq_rel));
+          // Outside any lock: token callbacks are user code.
+          if (source_) source_->requestCancellation();
+          return true;
+        }
+        s = state_.load(std::memory_order_acquire);
+        continue;
+      default:  // running: cancel its token; finish() reports the cancellation
+        if (state_.compare_exchange_weak(s, s | kCancelled, std::memory_order_acq_rel, std::memory_order_acquire)) {
+          if ((s & kCancelled) == 0 && source_) source_->requestCancellation();
+          return true;
+        }
+    }
   }
-  // Outside the lock: token callbacks are user code.
-  if (first && source_) source_->requestCancellation();
-  return true;
 }
 
-void TaskCore::settle(std::unique_lock<std::mutex>& lock, std::exception_ptr error) noexcept {
-  error_ = std::move(error);
-  stage_ = Stage::done;
-  const Continuation continuation = std::exchange(continuation_, nullptr);
-  void* const arg = continuationArg_;
+void TaskCore::publish(std::uint32_t previous) noexcept {
+  if ((previous & (kContinuation | kWaiters)) == 0) return;
   // Keep the object alive across the notification: a waiter may release the
   // last other reference as soon as it sees `done`.
   addRef();
-  lock.unlock();
-  done_.notify_all();
-  if (continuation) continuation(arg);
+  if ((previous & kWaiters) != 0) {
+    { std::lock_guard lock(mutex_); }  // a waiter between its check and its wait holds the mutex
+    done_.notify_all();
+  }
+  if ((previous & kContinuation) != 0) continuation_(continuationArg_);
   release();
 }
 
-void TaskCore::wait() {
+bool TaskCore::blockUntilDone(const Clock::time_point* deadline) {
+  if (isDone()) return true;
   std::unique_lock lock(mutex_);
-  done_.wait(lock, [&] { return stage_ == Stage::done; });
+  // Announce the waiter with an RMW: it is ordered with the settler's RMW to
+  // `done`, so either this sees done or the settler sees kWaiters.
+  if (stageOf(state_.fetch_or(kWaiters, std::memory_order_acq_rel)) == kDone) return true;
+  const auto done = [&] { return isDone(); };
+  if (deadline == nullptr) {
+    done_.wait(lock, done);
+    return true;
+  }
+  return done_.wait_until(lock, *deadline, done);
 }
 
-bool TaskCore::waitUntil(Clock::time_point deadline) {
-  std::unique_lock lock(mutex_);
-  return done_.wait_until(lock, deadline, [&] { return stage_ == Stage::done; });
-}
+void TaskCore::wait() { blockUntilDone(nullptr); }
 
-bool TaskCore::isDone() const {
-  std::lock_guard lock(mutex_);
-  return stage_ == Stage::done;
-}
-
-bool TaskCore::isCancelled() const {
-  std::lock_guard lock(mutex_);
-  return cancelled_;
-}
+bool TaskCore::waitUntil(Clock::time_point deadline) { return blockUntilDone(&deadline); }
 
 std::exception_ptr TaskCore::consume() {
-  std::lock_guard lock(mutex_);
-  if (stage_ != Stage::done) throw std::logic_error("coexec::Future: the result was taken before the task settled");
-  if (consumed_) {
-    throw std::logic_error(
-        "coexec::Future: the result was already consumed (get() or co_await may take a Future's result only once)");
+  std::uint32_t s = state_.load(std::memory_order_acquire);
+  while (true) {
+    if (stageOf(s) != kDone) {
+      throw std::logic_error("coexec::Future: the result was taken before the task settled");
+    }
+    if ((s & kConsumed) != 0) {
+      throw std::logic_error(
+          "coexec::Future: the result was already consumed (get() or co_await may take a Future's result only once)");
+    }
+    if (state_.compare_exchange_weak(s, s | kConsumed, std::memory_order_acq_rel, std::memory_order_acquire)) break;
   }
-  consumed_ = true;
   return error_;
 }
 
 bool TaskCore::setContinuation(Continuation fn, void* arg) {
-  std::lock_guard lock(mutex_);
-  if (stage_ == Stage::done) return false;
-  continuation_ = fn;
+  continuation_ = fn;  // not read unless kContinuation is published below
   continuationArg_ = arg;
-  return true;
+  std::uint32_t s = state_.load(std::memory_order_acquire);
+  while (stageOf(s) != kDone) {
+    if (state_.compare_exchange_weak(s, s | kContinuation, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace coexec::detail

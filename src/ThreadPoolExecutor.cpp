@@ -224,10 +224,12 @@ void PoolImpl::execute(Worker& worker, Work work) {
       }
     }
     if (started) {
-      {
+      if (tracked) {  // shutdownNow() cancels the tokens of coroutines in flight
         std::lock_guard lock(inFlightMutex_);
         inFlight_.fetch_add(1, std::memory_order_relaxed);
         inFlightTasks_.push_back(task.get());
+      } else {
+        inFlight_.fetch_add(1, std::memory_order_relaxed);
       }
       task->startCoroutine(this);  // counted by coroutineFinished(), maybe before this returns
     }
@@ -437,13 +439,15 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
   if (result.outcome == Outcome::failed && !task.hasFuture()) reportUncaught(result.error, info);
   count(result.outcome);
   std::size_t left = 0;
-  {
+  if (task.hasToken()) {
     std::lock_guard inFlightLock(inFlightMutex_);
     const auto it = std::find(inFlightTasks_.begin(), inFlightTasks_.end(), &task);
     if (it != inFlightTasks_.end()) {
       *it = inFlightTasks_.back();
       inFlightTasks_.pop_back();
     }
+    left = inFlight_.fetch_sub(1, std::memory_order_acq_rel) - 1;
+  } else {
     left = inFlight_.fetch_sub(1, std::memory_order_acq_rel) - 1;
   }
   if (left != 0 || stateMirror_.load(std::memory_order_acquire) == PoolState::running) return;

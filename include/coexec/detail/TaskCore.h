@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -44,8 +45,10 @@ class CoroutineObserver {
 /// result side) and the pool. One allocation holds the callable, the result
 /// and the synchronisation.
 ///
-/// Stages: queued -> running -> done, or queued -> done (cancelled, abandoned,
-/// rejected). Every transition happens under `mutex_`.
+/// Stages: queued -> running -> done, or queued -> settling -> done
+/// (cancelled, abandoned, rejected). The stage and the flags live in one
+/// atomic word, so that starting, finishing, awaiting and taking the result
+/// take no lock; `mutex_` and `done_` serve only threads that block in wait().
 class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
  public:
   using Clock = std::chrono::steady_clock;
@@ -106,8 +109,8 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   void wait();
   /// False if the deadline passed first.
   bool waitUntil(Clock::time_point deadline);
-  [[nodiscard]] bool isDone() const;
-  [[nodiscard]] bool isCancelled() const;
+  [[nodiscard]] bool isDone() const noexcept { return stageOf(state_.load(std::memory_order_acquire)) == kDone; }
+  [[nodiscard]] bool isCancelled() const noexcept { return (state_.load(std::memory_order_acquire) & kCancelled) != 0; }
   /// Marks the result consumed and returns the stored error (null for a value).
   /// Precondition: done. \throws std::logic_error on a second consumption.
   std::exception_ptr consume();
@@ -126,17 +129,36 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   RunResult finish(std::exception_ptr error) noexcept;
 
  private:
-  enum class Stage : std::uint8_t { queued, running, done };
-  void settle(std::unique_lock<std::mutex>& lock, std::exception_ptr error) noexcept;
+  // state_: the stage in the low two bits, then flags. queued -> running
+  // (tryStart), running -> done (finish, failRunning), queued -> settling ->
+  // done (abandon, requestCancel). Only the thread that moved the task out of
+  // `queued` writes error_, before it publishes `done` (release).
+  static constexpr std::uint32_t kQueued = 0;
+  static constexpr std::uint32_t kRunning = 1;
+  static constexpr std::uint32_t kSettling = 2;
+  static constexpr std::uint32_t kDone = 3;
+  static constexpr std::uint32_t kStageMask = 3;
+  static constexpr std::uint32_t kCancelled = 4;     // cancellation requested (or settled as cancelled)
+  static constexpr std::uint32_t kContinuation = 8;  // continuation_ is set: the settler calls it
+  static constexpr std::uint32_t kWaiters = 16;      // a thread may block in wait(): the settler notifies done_
+  static constexpr std::uint32_t kConsumed = 32;     // the result was taken
+  static constexpr std::uint32_t stageOf(std::uint32_t state) noexcept { return state & kStageMask; }
 
-  mutable std::mutex mutex_;
-  std::condition_variable done_;
-  Stage stage_ = Stage::queued;               // guarded by mutex_ (owner-only when !hasFuture_)
-  bool cancelled_ = false;                    // guarded by mutex_
-  bool consumed_ = false;                     // guarded by mutex_
-  std::exception_ptr error_;                  // guarded by mutex_
-  Continuation continuation_ = nullptr;       // guarded by mutex_
-  void* continuationArg_ = nullptr;           // guarded by mutex_
+  /// Moves queued -> settling; false if the task is past `queued`. On true the
+  /// caller owns error_ and must call publish().
+  bool claimQueued(std::uint32_t extraFlags) noexcept;
+  /// running or settling -> done, with error_ already written; calls the
+  /// continuation and wakes blocked waiters.
+  void publish(std::uint32_t previous) noexcept;
+  /// Blocks until done or `deadline` (none if null).
+  bool blockUntilDone(const Clock::time_point* deadline);
+
+  std::atomic<std::uint32_t> state_{kQueued};
+  std::exception_ptr error_;                  // written by the settler before `done`, read after it
+  Continuation continuation_ = nullptr;       // written before kContinuation is set, read by the settler
+  void* continuationArg_ = nullptr;           // ditto
+  std::mutex mutex_;                          // only for blocked waiters
+  std::condition_variable done_;              // ditto
   std::optional<CancellationSource> source_;  // set at construction, then const
   const bool hasFuture_;
   const int priority_;
