@@ -132,10 +132,31 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   alignas(64) std::atomic<PoolState> stateMirror_{PoolState::running};  // state_, readable without the lock
   std::atomic<std::size_t> idleCount_{0};                               // idleWorkers_.size(), ditto
   std::atomic<std::size_t> poolSizeMirror_{0};                          // workers_.size(), ditto
-  std::atomic<std::size_t> queueSizeMirror_{0};                         // queue_.size(), ditto
 
   std::atomic<std::size_t> coreMirror_{0};  // corePoolSize_, ditto
   const bool localQueues_;                  // the queue kind allows local queues
+  const bool bounded_;                      // bounded(n): places are reserved in queued_
+  // bounded(n) only: tasks in the shared queue and the local queues together.
+  // A task takes a place (reserveQueued) before it enters either queue and
+  // gives it back when it leaves, so concurrent submissions from outside
+  // (under mutex_) and from the pool's threads (under their localMutex)
+  // never exceed the bound together.
+  alignas(64) std::atomic<std::size_t> queued_{0};
+
+  /// bounded(n): takes one place, false if all n are taken. Other kinds: true.
+  bool reserveQueued() noexcept {
+    if (!bounded_) return true;
+    const std::size_t capacity = queueSpec_.capacity();
+    std::size_t n = queued_.load(std::memory_order_relaxed);
+    while (n < capacity) {
+      if (queued_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) return true;
+    }
+    return false;
+  }
+  /// Gives back `n` places (tasks that left a queue).
+  void releaseQueued(std::size_t n = 1) noexcept {
+    if (bounded_) queued_.fetch_sub(n, std::memory_order_relaxed);
+  }
 
   alignas(64) std::mutex inFlightMutex_;
   std::atomic<std::size_t> inFlight_{0};  // coroutine tasks started, not finished

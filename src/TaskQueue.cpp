@@ -5,12 +5,12 @@
 
 namespace coexec::detail {
 
-bool TaskQueue::offer(PendingTask& task, std::size_t alsoQueued) {
+bool TaskQueue::offer(PendingTask& task) {
   switch (spec_.kind()) {
     case WorkQueue::Kind::synchronous: return false;
     case WorkQueue::Kind::bounded:
     case WorkQueue::Kind::priority:
-      if (size() + alsoQueued >= spec_.capacity()) return false;
+      if (size() >= spec_.capacity()) return false;
       break;
     case WorkQueue::Kind::unbounded: break;
   }

@@ -16,11 +16,10 @@ class TaskQueue {
  public:
   explicit TaskQueue(const WorkQueue& spec) : spec_(spec) {}
 
-  /// Takes `task` (leaving it empty) if there is room, counting `alsoQueued`
-  /// tasks held elsewhere (the workers' local queues) against the capacity. A
-  /// synchronous queue has none: the pool hands such tasks to idle threads
-  /// directly.
-  bool offer(PendingTask& task, std::size_t alsoQueued = 0);
+  /// Takes `task` (leaving it empty) if there is room. A synchronous queue has
+  /// none: the pool hands such tasks to idle threads directly. (For bounded(n)
+  /// the pool reserves the place first, counting its local queues too.)
+  bool offer(PendingTask& task);
   /// The next task in queue order, or an empty handle.
   PendingTask poll();
   /// Every queued task, in queue order; the queue is left empty.

@@ -89,6 +89,7 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
       uncaughtHandler_(std::move(options.uncaughtExceptionHandler)),
       localQueues_(options.workQueue.kind() == WorkQueue::Kind::bounded ||
                    options.workQueue.kind() == WorkQueue::Kind::unbounded),
+      bounded_(options.workQueue.kind() == WorkQueue::Kind::bounded),
       corePoolSize_(options.corePoolSize),
       maximumPoolSize_(options.maximumPoolSize),
       keepAliveTime_(options.keepAliveTime),
@@ -105,8 +106,7 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   // 2. The queue (for synchronous(): a hand-off to an idle thread).
   if (queueSpec_.kind() == WorkQueue::Kind::synchronous) {
     if (handOffLocked(task)) return true;
-  } else if (queue_.offer(task, localQueued_.load(std::memory_order_relaxed))) {
-    queueSizeMirror_.store(queue_.size(), std::memory_order_relaxed);
+  } else if (reserveQueued() && queue_.offer(task)) {  // a reserved place: offer() cannot fail for bounded(n)
     taskCount_.fetch_add(1, std::memory_order_relaxed);
     if (!wakeOneLocked() && workers_.empty()) {
       // Core 0, or every thread failed to start or timed out: someone must run
@@ -263,17 +263,16 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   // the task must not wait behind its submitter.
   if (poolSizeMirror_.load(std::memory_order_relaxed) < coreMirror_.load(std::memory_order_relaxed)) return false;
   // The capacity of bounded(n) covers the local queues too.
-  if (queueSpec_.kind() == WorkQueue::Kind::bounded &&
-      queueSizeMirror_.load(std::memory_order_relaxed) + localQueued_.load(std::memory_order_relaxed) >=
-          queueSpec_.capacity()) {
-    return false;
-  }
+  if (!reserveQueued()) return false;
   {
     std::lock_guard local(worker->localMutex);
     // Checked under localMutex: shutdownNow() stores STOP before it drains the
     // local queues under the same mutexes, so a task is either drained or
     // refused, never stranded.
-    if (stateMirror_.load(std::memory_order_acquire) != PoolState::running) return false;
+    if (stateMirror_.load(std::memory_order_acquire) != PoolState::running) {
+      releaseQueued();
+      return false;
+    }
     task.core_->owner = this;
     taskCount_.fetch_add(1, std::memory_order_relaxed);  // before anyone can run it
     localQueued_.fetch_add(1, std::memory_order_relaxed);
@@ -297,6 +296,7 @@ PoolImpl::Work PoolImpl::popLocal(Worker& worker) {
   Work work{worker.local.popBack(), {}, false};
   worker.localSize.store(worker.local.size(), std::memory_order_relaxed);
   localQueued_.fetch_sub(1, std::memory_order_relaxed);
+  releaseQueued();
   return work;
 }
 
@@ -308,6 +308,7 @@ PoolImpl::Work PoolImpl::stealLocked(Worker& thief) {
     Work work{victim.local.pop(), {}, false};
     victim.localSize.store(victim.local.size(), std::memory_order_relaxed);
     localQueued_.fetch_sub(1, std::memory_order_relaxed);
+    releaseQueued();
     return work;
   }
   return {};
@@ -326,6 +327,7 @@ void PoolImpl::drainLocalsLocked(std::vector<PendingTask>& into) {
     while (!worker.local.empty()) {
       into.push_back(PendingTask(worker.local.pop()));
       localQueued_.fetch_sub(1, std::memory_order_relaxed);
+      releaseQueued();
     }
     worker.localSize.store(0, std::memory_order_relaxed);
   }
@@ -375,7 +377,7 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
     // and there is queued work.
     if (size > maximumPoolSize_ && (size > 1 || queue_.empty())) return {};
     if (PendingTask next = queue_.poll(); next.valid()) {
-      queueSizeMirror_.store(queue_.size(), std::memory_order_relaxed);
+      releaseQueued();
       if (blockedProducers_ > 0) roomAvailable_.notify_all();
       return Work{std::move(next.core_), {}, false};
     }
@@ -652,8 +654,8 @@ bool ThreadPoolExecutor::evictOldest() {
     std::lock_guard lock(p.mutex_);
     if (p.state_ != PoolState::running) return false;
     victim = p.queue_.poll();
-    p.queueSizeMirror_.store(p.queue_.size(), std::memory_order_relaxed);
     if (!victim.valid()) return false;
+    p.releaseQueued();
     if (victim.isCancelled()) {
       ++p.cancelled_;
     } else {
@@ -719,7 +721,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     std::unique_lock lock(p.mutex_);
     if (p.state_ == PoolState::running || p.state_ == PoolState::shutdown) p.setStateLocked(PoolState::stop);
     std::vector<PendingTask> queued = p.queue_.drain();
-    p.queueSizeMirror_.store(p.queue_.size(), std::memory_order_relaxed);
+    p.releaseQueued(queued.size());
     p.drainLocalsLocked(queued);  // after the shared queue: it holds the older tasks
     for (PendingTask& task : queued) {
       if (task.isCancelled()) {
@@ -887,7 +889,7 @@ std::size_t ThreadPoolExecutor::purge() {
   {
     std::lock_guard lock(p.mutex_);
     removed = p.queue_.removeCancelled();
-    p.queueSizeMirror_.store(p.queue_.size(), std::memory_order_relaxed);
+    p.releaseQueued(removed.size());
     p.cancelled_ += removed.size();
     if (!removed.empty() && p.blockedProducers_ > 0) p.roomAvailable_.notify_all();
   }
