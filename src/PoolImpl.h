@@ -88,6 +88,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   bool wakeOneLocked();
   // Requires: mutex_ held. Wakes every idle worker (shutdown, configuration).
   void wakeAllLocked();
+  // Requires: mutex_ held. A worker took shared work: if more is queued and
+  // nobody searches, wakes one more worker.
+  void wakeHelperLocked();
   // Requires: mutex_ held. synchronous(): gives `task` to an idle worker.
   bool handOffLocked(PendingTask& task);
   const char* saturationReasonLocked(bool factoryFailed) const;
@@ -129,6 +132,12 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   std::atomic<std::uint64_t> cancelled_{0};
   std::atomic<std::size_t> active_{0};  // workers running a task or a continuation
   alignas(64) std::atomic<std::size_t> localQueued_{0};
+  // Workers spinning for work before they park. A submission wakes a parked
+  // worker only when none is searching: the searcher will find the task.
+  alignas(64) std::atomic<std::size_t> searching_{0};
+  // queue_.size() + continuations_.size(), stored under mutex_: what a
+  // spinning worker polls without the lock.
+  std::atomic<std::size_t> sharedWork_{0};
   alignas(64) std::atomic<PoolState> stateMirror_{PoolState::running};  // state_, readable without the lock
   std::atomic<std::size_t> idleCount_{0};                               // idleWorkers_.size(), ditto
   std::atomic<std::size_t> poolSizeMirror_{0};                          // workers_.size(), ditto
@@ -194,6 +203,11 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   Work popLocal(Worker& worker);
   // Requires: mutex_ held. The oldest task of another worker's local queue.
   Work stealLocked(Worker& thief);
+  // Requires: mutex_ held (released while spinning, held again on return).
+  // Spins for a short window, without the lock, until work appears anywhere
+  // in the pool; the caller then looks for it under the lock, and parks if
+  // it finds none. At most half the workers (at least one) spin at once.
+  void spinForWorkLocked(std::unique_lock<std::mutex>& lock);
   // Requires: mutex_ held. True if some worker's local queue holds a task.
   [[nodiscard]] bool anyLocalWorkLocked() const noexcept;
 
@@ -204,6 +218,10 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   [[nodiscard]] bool quiescentLocked() const noexcept;
 
  public:
+  // Requires: mutex_ held. After the shared queues changed.
+  void publishSharedWorkLocked() noexcept {
+    sharedWork_.store(queue_.size() + continuations_.size(), std::memory_order_seq_cst);
+  }
   // Requires: mutex_ held.
   void setStateLocked(PoolState state) noexcept {
     state_ = state;

@@ -107,7 +107,11 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   if (queueSpec_.kind() == WorkQueue::Kind::synchronous) {
     if (handOffLocked(task)) return true;
   } else if (reserveQueued() && queue_.offer(task)) {  // a reserved place: offer() cannot fail for bounded(n)
+    publishSharedWorkLocked();
     taskCount_.fetch_add(1, std::memory_order_relaxed);
+    // A searching worker will find the task (it rechecks under this lock
+    // after it stops searching): no wake-up, no syscall.
+    if (searching_.load(std::memory_order_seq_cst) > 0) return true;
     if (!wakeOneLocked() && workers_.empty()) {
       // Core 0, or every thread failed to start or timed out: someone must run
       // it. If the factory fails here too, the task waits in the queue for the
@@ -282,7 +286,9 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
     // the two sees the other (no lost wake-up).
     worker->localSize.store(worker->local.size(), std::memory_order_seq_cst);
   }
-  if (idleCount_.load(std::memory_order_seq_cst) > 0) {
+  // Same pairing with a searching worker, which decrements searching_
+  // (seq_cst) before it looks at the local queues again.
+  if (searching_.load(std::memory_order_seq_cst) == 0 && idleCount_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard lock(mutex_);
     wakeOneLocked();
   }
@@ -358,15 +364,71 @@ bool PoolImpl::handOffLocked(PendingTask& task) {
   return true;
 }
 
+namespace {
+
+/// Tells the CPU this is a spin-wait loop (frees the core's resources for its
+/// hyper-thread sibling and avoids a memory-order flush on exit).
+inline void cpuRelax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#else
+  std::this_thread::yield();
+#endif
+}
+
+/// How long a worker spins for work before it parks. Longer than a typical
+/// gap between submissions of a busy producer, far shorter than the ~25 us
+/// a futex wake-up costs the submitter and the wakee together.
+constexpr auto kSpinWindow = std::chrono::microseconds(20);
+
+}  // namespace
+
+void PoolImpl::spinForWorkLocked(std::unique_lock<std::mutex>& lock) {
+  // Synchronous and priority queues keep the plain protocol: a hand-off needs
+  // a parked worker on the idle stack, and a priority queue is the slow path.
+  if (!localQueues_ || state_ != PoolState::running) return;
+  if (searching_.load(std::memory_order_relaxed) >= std::max<std::size_t>(1, workers_.size() / 2)) return;
+  searching_.fetch_add(1, std::memory_order_seq_cst);
+  lock.unlock();
+  const auto until = std::chrono::steady_clock::now() + kSpinWindow;
+  for (unsigned i = 1;; ++i) {
+    if (sharedWork_.load(std::memory_order_seq_cst) > 0 || localQueued_.load(std::memory_order_seq_cst) > 0) break;
+    if (stateMirror_.load(std::memory_order_relaxed) != PoolState::running) break;
+    cpuRelax();
+    if (i % 32 == 0) {
+      if (std::chrono::steady_clock::now() >= until) break;
+      std::this_thread::yield();  // on a machine with fewer cores than threads, let the producer run
+    }
+  }
+  // Before the lock: a submitter that saw us searching (and did not wake
+  // anyone) published its task before it read searching_, so the recheck
+  // under the lock finds it.
+  searching_.fetch_sub(1, std::memory_order_seq_cst);
+  lock.lock();
+}
+
+void PoolImpl::wakeHelperLocked() {
+  // Work remains after the taker's share: get another worker going, unless
+  // one is already searching (it will find the rest).
+  if (sharedWork_.load(std::memory_order_relaxed) > 0 && searching_.load(std::memory_order_seq_cst) == 0) {
+    wakeOneLocked();
+  }
+}
+
 PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mutex>& lock) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point idleSince{};  // read the clock only once there is nothing to do
   bool waited = false;
+  bool spun = false;
   while (true) {
     if (worker.handoff) return Work{std::move(worker.handoff), {}, true};
     // Continuations first: they finish work already admitted, even after shutdown.
     if (!continuations_.empty()) {
       Work work{{}, continuations_.pop(), false};
+      publishSharedWorkLocked();
+      wakeHelperLocked();
       return work;
     }
     const std::size_t inFlight = inFlight_.load(std::memory_order_acquire);
@@ -378,10 +440,17 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
     if (size > maximumPoolSize_ && (size > 1 || queue_.empty())) return {};
     if (PendingTask next = queue_.poll(); next.valid()) {
       releaseQueued();
+      publishSharedWorkLocked();
+      wakeHelperLocked();
       if (blockedProducers_ > 0) roomAvailable_.notify_all();
       return Work{std::move(next.core_), {}, false};
     }
     if (Work stolen = stealLocked(worker)) return stolen;
+    if (!spun) {
+      spun = true;
+      spinForWorkLocked(lock);
+      continue;  // the state may have changed while the lock was released
+    }
     const bool timed = allowCoreThreadTimeOut_ || size > corePoolSize_;
     if (idleSince == Clock::time_point{}) idleSince = Clock::now();
     const auto deadline = idleSince + std::chrono::duration_cast<Clock::duration>(keepAliveTime_);
@@ -416,10 +485,13 @@ void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
     std::lock_guard lock(mutex_);
     if (state_ != PoolState::terminated) {
       continuations_.push(handle);
-      if (wakeOneLocked() || !workers_.empty()) return;  // else a busy worker takes it next
+      publishSharedWorkLocked();
+      if (searching_.load(std::memory_order_seq_cst) > 0) return;  // a searching worker takes it
+      if (wakeOneLocked() || !workers_.empty()) return;            // else a busy worker takes it next
       PendingTask none;
       if (addWorkerLocked(none, errors)) return;
       continuations_.extractIf([handle](std::coroutine_handle<> h) { return h == handle; });
+      publishSharedWorkLocked();
     }
   }
   // The pool has terminated, or no thread could be started for it: resume
@@ -656,6 +728,7 @@ bool ThreadPoolExecutor::evictOldest() {
     victim = p.queue_.poll();
     if (!victim.valid()) return false;
     p.releaseQueued();
+    p.publishSharedWorkLocked();
     if (victim.isCancelled()) {
       ++p.cancelled_;
     } else {
@@ -722,6 +795,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     if (p.state_ == PoolState::running || p.state_ == PoolState::shutdown) p.setStateLocked(PoolState::stop);
     std::vector<PendingTask> queued = p.queue_.drain();
     p.releaseQueued(queued.size());
+    p.publishSharedWorkLocked();
     p.drainLocalsLocked(queued);  // after the shared queue: it holds the older tasks
     for (PendingTask& task : queued) {
       if (task.isCancelled()) {
@@ -890,6 +964,7 @@ std::size_t ThreadPoolExecutor::purge() {
     std::lock_guard lock(p.mutex_);
     removed = p.queue_.removeCancelled();
     p.releaseQueued(removed.size());
+    p.publishSharedWorkLocked();
     p.cancelled_ += removed.size();
     if (!removed.empty() && p.blockedProducers_ > 0) p.roomAvailable_.notify_all();
   }
