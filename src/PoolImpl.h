@@ -57,7 +57,22 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
  public:
   PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options);
 
+  /// Counters one thread updates without the pool's lock. Each worker has its
+  /// own set, on its own cache line, so that workers never write to a line
+  /// another worker's counters live on; threads outside the pool (and
+  /// admission under the lock) use `outside_`, which also receives the counts
+  /// of exited workers. stats() sums them under the pool's lock, the outcomes
+  /// of every set before the task counts (see statsLocked()).
+  struct alignas(64) Counters {
+    std::atomic<std::uint64_t> tasks{0};
+    std::atomic<std::uint64_t> completed{0};
+    std::atomic<std::uint64_t> failed{0};
+    std::atomic<std::uint64_t> cancelled{0};
+    std::atomic<std::size_t> active{0};  // running a task or a continuation
+  };
+
   struct Worker {
+    Counters counters;
     std::size_t number = 0;
     std::string name;
     std::thread thread;
@@ -122,22 +137,18 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   std::condition_variable roomAvailable_;  // block() producers; notified when a worker takes a task
   std::condition_variable terminated_;     // awaitTermination()
 
-  // Counters updated without the pool's lock. stats() reads the outcomes
-  // before taskCount, so that a snapshot never shows more outcomes than tasks.
-  // Each group on its own cache line: producers, workers and readers of the
-  // mirrors do not invalidate one another's lines.
-  alignas(64) std::atomic<std::uint64_t> taskCount_{0};
-  alignas(64) std::atomic<std::uint64_t> completed_{0};
-  std::atomic<std::uint64_t> failed_{0};
-  std::atomic<std::uint64_t> cancelled_{0};
-  std::atomic<std::size_t> active_{0};  // workers running a task or a continuation
-  alignas(64) std::atomic<std::size_t> localQueued_{0};
+  Counters outside_;  // see Counters
+  /// The counters the calling thread updates: its worker's, or outside_.
+  Counters& countersHere() noexcept;
   // Workers spinning for work before they park. A submission wakes a parked
   // worker only when none is searching: the searcher will find the task.
   alignas(64) std::atomic<std::size_t> searching_{0};
   // queue_.size() + continuations_.size(), stored under mutex_: what a
   // spinning worker polls without the lock.
   std::atomic<std::size_t> sharedWork_{0};
+  // Bumped by a fork onto a local queue while a worker searches: what the
+  // searcher polls for local work (the local sizes are per worker).
+  std::atomic<std::size_t> localSignal_{0};
   alignas(64) std::atomic<PoolState> stateMirror_{PoolState::running};  // state_, readable without the lock
   std::atomic<std::size_t> idleCount_{0};                               // idleWorkers_.size(), ditto
   std::atomic<std::size_t> poolSizeMirror_{0};                          // workers_.size(), ditto
@@ -194,7 +205,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   struct Work {
     Ref<TaskCore> task;
     std::coroutine_handle<> continuation;
-    bool counted = false;  // a hand-off: already counted in active_
+    bool counted = false;  // a hand-off: already counted as active
     explicit operator bool() const noexcept { return task || continuation; }
   };
   // Requires: mutex_ held. The next work for a worker; empty if it must exit.

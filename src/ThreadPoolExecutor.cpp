@@ -108,7 +108,7 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
     if (handOffLocked(task)) return true;
   } else if (reserveQueued() && queue_.offer(task)) {  // a reserved place: offer() cannot fail for bounded(n)
     publishSharedWorkLocked();
-    taskCount_.fetch_add(1, std::memory_order_relaxed);
+    countersHere().tasks.fetch_add(1, std::memory_order_relaxed);
     // A searching worker will find the task (it rechecks under this lock
     // after it stops searching): no wake-up, no syscall.
     if (searching_.load(std::memory_order_seq_cst) > 0) return true;
@@ -149,8 +149,8 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
   if (first.valid()) {
     std::lock_guard local(worker->localMutex);
     worker->current = std::move(first.core_);  // the worker owns it now; shutdownNow() can see it
-    taskCount_.fetch_add(1, std::memory_order_relaxed);
-    active_.fetch_add(1, std::memory_order_relaxed);
+    worker->counters.tasks.fetch_add(1, std::memory_order_relaxed);
+    worker->counters.active.fetch_add(1, std::memory_order_relaxed);
   }
   largestPoolSize_ = std::max(largestPoolSize_, workers_.size());
   return true;
@@ -198,10 +198,11 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
 }
 
 void PoolImpl::execute(Worker& worker, Work work) {
-  if (!work.counted) active_.fetch_add(1, std::memory_order_relaxed);
+  Counters& counters = worker.counters;
+  if (!work.counted) counters.active.fetch_add(1, std::memory_order_relaxed);
   if (work.continuation) {
     resume(work.continuation);
-    active_.fetch_sub(1, std::memory_order_relaxed);
+    counters.active.fetch_sub(1, std::memory_order_relaxed);
     return;
   }
   Ref<TaskCore> task = std::move(work.task);
@@ -212,7 +213,7 @@ void PoolImpl::execute(Worker& worker, Work work) {
     worker.current = task;
   }
   if (!task->tryStart()) {  // cancelled while queued
-    cancelled_.fetch_add(1, std::memory_order_relaxed);
+    counters.cancelled.fetch_add(1, std::memory_order_release);
   } else if (task->isCoroutine()) {
     const TaskInfo info{name_, worker.name, task->hasFuture(), task->priority()};
     bool started = true;
@@ -224,7 +225,7 @@ void PoolImpl::execute(Worker& worker, Work work) {
         task->failRunning(error);
         if (!task->hasFuture()) reportUncaught(error, info);
         started = false;
-        failed_.fetch_add(1, std::memory_order_relaxed);
+        counters.failed.fetch_add(1, std::memory_order_release);
       }
     }
     if (started) {
@@ -245,14 +246,21 @@ void PoolImpl::execute(Worker& worker, Work work) {
     worker.current = Ref<TaskCore>();
   }
   task = Ref<TaskCore>();  // user captures are destroyed here, outside every lock
-  active_.fetch_sub(1, std::memory_order_relaxed);
+  counters.active.fetch_sub(1, std::memory_order_relaxed);
+}
+
+PoolImpl::Counters& PoolImpl::countersHere() noexcept {
+  return tlsPool == this && tlsWorker != nullptr ? tlsWorker->counters : outside_;
 }
 
 void PoolImpl::count(Outcome outcome) noexcept {
+  // release: a stats() reader that sees the outcome sees the task's admission
+  // (which happened before the task was handed to this thread).
+  Counters& counters = countersHere();
   switch (outcome) {
-    case Outcome::completed: completed_.fetch_add(1, std::memory_order_relaxed); break;
-    case Outcome::failed: failed_.fetch_add(1, std::memory_order_relaxed); break;
-    case Outcome::cancelled: cancelled_.fetch_add(1, std::memory_order_relaxed); break;
+    case Outcome::completed: counters.completed.fetch_add(1, std::memory_order_release); break;
+    case Outcome::failed: counters.failed.fetch_add(1, std::memory_order_release); break;
+    case Outcome::cancelled: counters.cancelled.fetch_add(1, std::memory_order_release); break;
   }
 }
 
@@ -278,8 +286,7 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
       return false;
     }
     task.core_->owner = this;
-    taskCount_.fetch_add(1, std::memory_order_relaxed);  // before anyone can run it
-    localQueued_.fetch_add(1, std::memory_order_relaxed);
+    worker->counters.tasks.fetch_add(1, std::memory_order_relaxed);  // before anyone can run it
     worker->local.push(std::move(task.core_));
     // seq_cst store, then seq_cst load of idleCount_: pairs with a parking
     // worker that stores idleCount_ and then loads every localSize, so one of
@@ -288,7 +295,9 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   }
   // Same pairing with a searching worker, which decrements searching_
   // (seq_cst) before it looks at the local queues again.
-  if (searching_.load(std::memory_order_seq_cst) == 0 && idleCount_.load(std::memory_order_seq_cst) > 0) {
+  if (searching_.load(std::memory_order_seq_cst) > 0) {
+    localSignal_.fetch_add(1, std::memory_order_relaxed);  // tell the searcher
+  } else if (idleCount_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard lock(mutex_);
     wakeOneLocked();
   }
@@ -301,7 +310,6 @@ PoolImpl::Work PoolImpl::popLocal(Worker& worker) {
   if (worker.local.empty()) return {};
   Work work{worker.local.popBack(), {}, false};
   worker.localSize.store(worker.local.size(), std::memory_order_relaxed);
-  localQueued_.fetch_sub(1, std::memory_order_relaxed);
   releaseQueued();
   return work;
 }
@@ -313,7 +321,6 @@ PoolImpl::Work PoolImpl::stealLocked(Worker& thief) {
     if (victim.local.empty()) continue;
     Work work{victim.local.pop(), {}, false};
     victim.localSize.store(victim.local.size(), std::memory_order_relaxed);
-    localQueued_.fetch_sub(1, std::memory_order_relaxed);
     releaseQueued();
     return work;
   }
@@ -332,7 +339,6 @@ void PoolImpl::drainLocalsLocked(std::vector<PendingTask>& into) {
     std::lock_guard local(worker.localMutex);
     while (!worker.local.empty()) {
       into.push_back(PendingTask(worker.local.pop()));
-      localQueued_.fetch_sub(1, std::memory_order_relaxed);
       releaseQueued();
     }
     worker.localSize.store(0, std::memory_order_relaxed);
@@ -358,8 +364,8 @@ bool PoolImpl::handOffLocked(PendingTask& task) {
   if (idleWorkers_.empty()) return false;
   Worker* worker = idleWorkers_.back();
   worker->handoff = std::move(task.core_);
-  active_.fetch_add(1, std::memory_order_relaxed);
-  taskCount_.fetch_add(1, std::memory_order_relaxed);
+  worker->counters.active.fetch_add(1, std::memory_order_relaxed);
+  worker->counters.tasks.fetch_add(1, std::memory_order_relaxed);
   wakeOneLocked();
   return true;
 }
@@ -391,10 +397,15 @@ void PoolImpl::spinForWorkLocked(std::unique_lock<std::mutex>& lock) {
   if (!localQueues_ || state_ != PoolState::running) return;
   if (searching_.load(std::memory_order_relaxed) >= std::max<std::size_t>(1, workers_.size() / 2)) return;
   searching_.fetch_add(1, std::memory_order_seq_cst);
+  const std::size_t signal = localSignal_.load(std::memory_order_relaxed);
   lock.unlock();
   const auto until = std::chrono::steady_clock::now() + kSpinWindow;
   for (unsigned i = 1;; ++i) {
-    if (sharedWork_.load(std::memory_order_seq_cst) > 0 || localQueued_.load(std::memory_order_seq_cst) > 0) break;
+    // A fork that saw searching_ == 0 does not signal; the recheck under the
+    // lock after the window finds its task.
+    if (sharedWork_.load(std::memory_order_seq_cst) > 0 || localSignal_.load(std::memory_order_relaxed) != signal) {
+      break;
+    }
     if (stateMirror_.load(std::memory_order_relaxed) != PoolState::running) break;
     cpuRelax();
     if (i % 32 == 0) {
@@ -557,6 +568,13 @@ RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
 }
 
 void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& lock) {
+  // Its counts move to outside_ under the lock stats() holds: no snapshot
+  // sees them twice or not at all. Nothing else writes them now (it is idle).
+  const Counters& gone = worker->counters;
+  outside_.tasks.fetch_add(gone.tasks.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  outside_.completed.fetch_add(gone.completed.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  outside_.failed.fetch_add(gone.failed.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  outside_.cancelled.fetch_add(gone.cancelled.load(std::memory_order_relaxed), std::memory_order_relaxed);
   exited_.push_back(std::move(worker->thread));
   workers_.remove_if([worker](const Worker& w) { return &w == worker; });
   poolSizeMirror_.store(workers_.size(), std::memory_order_relaxed);
@@ -600,19 +618,27 @@ PoolStats PoolImpl::statsLocked() const {
   PoolStats s;
   // Outcomes before taskCount (acquire): every outcome counted was admitted
   // first, so the snapshot never shows more outcomes than tasks.
-  s.completedTaskCount = completed_.load(std::memory_order_acquire);
-  s.failedCount = failed_.load(std::memory_order_acquire);
-  s.cancelledCount = cancelled_.load(std::memory_order_acquire);
-  s.taskCount = taskCount_.load(std::memory_order_acquire);
+  const auto sum = [this](auto field, std::memory_order order) {
+    std::uint64_t total = (outside_.*field).load(order);
+    for (const Worker& worker : workers_)
+      total += (worker.counters.*field).load(order);
+    return total;
+  };
+  s.completedTaskCount = sum(&Counters::completed, std::memory_order_acquire);
+  s.failedCount = sum(&Counters::failed, std::memory_order_acquire);
+  s.cancelledCount = sum(&Counters::cancelled, std::memory_order_acquire);
+  s.taskCount = sum(&Counters::tasks, std::memory_order_acquire);
   s.name = name_;
   s.state = state_;
   s.corePoolSize = corePoolSize_;
   s.maximumPoolSize = maximumPoolSize_;
   s.poolSize = workers_.size();
-  s.activeCount = active_.load(std::memory_order_relaxed);
+  s.activeCount = static_cast<std::size_t>(sum(&Counters::active, std::memory_order_relaxed));
   s.largestPoolSize = largestPoolSize_;
   s.queueSize = queue_.size();
-  s.localQueueSize = localQueued_.load(std::memory_order_relaxed);
+  s.localQueueSize = 0;
+  for (const Worker& worker : workers_)
+    s.localQueueSize += worker.localSize.load(std::memory_order_relaxed);
   s.queueCapacity = queueSpec_.capacity();
   s.rejectedCount = rejected_;
   s.discardedCount = discarded_;
@@ -730,7 +756,7 @@ bool ThreadPoolExecutor::evictOldest() {
     p.releaseQueued();
     p.publishSharedWorkLocked();
     if (victim.isCancelled()) {
-      ++p.cancelled_;
+      p.outside_.cancelled.fetch_add(1, std::memory_order_relaxed);
     } else {
       ++p.discarded_;
     }
@@ -799,7 +825,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     p.drainLocalsLocked(queued);  // after the shared queue: it holds the older tasks
     for (PendingTask& task : queued) {
       if (task.isCancelled()) {
-        ++p.cancelled_;
+        p.outside_.cancelled.fetch_add(1, std::memory_order_relaxed);
         cancelled.push_back(std::move(task));
       } else {
         ++p.drained_;
@@ -965,7 +991,7 @@ std::size_t ThreadPoolExecutor::purge() {
     removed = p.queue_.removeCancelled();
     p.releaseQueued(removed.size());
     p.publishSharedWorkLocked();
-    p.cancelled_ += removed.size();
+    p.outside_.cancelled.fetch_add(removed.size(), std::memory_order_relaxed);
     if (!removed.empty() && p.blockedProducers_ > 0) p.roomAvailable_.notify_all();
   }
   return removed.size();  // destroyed here, outside the lock
