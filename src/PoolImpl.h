@@ -84,6 +84,13 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     Ref<TaskCore> current;                  // the task it runs now; guarded by localMutex
     RingBuffer<Ref<TaskCore>> local;        // guarded by localMutex; the owner pops newest, thieves oldest
     std::atomic<std::size_t> localSize{0};  // local.size(), readable without the lock
+    // The continuation this worker made ready last (a coroutine that hopped
+    // back onto this pool from one of its threads): the worker resumes it as
+    // soon as the current item returns, with no lock and no wake-up. Other
+    // workers take it only on their way to parking (stealLocked), so a
+    // worker that blocks after the hop cannot strand it. Written with
+    // exchange by the owner (post) and by thieves.
+    std::atomic<void*> nextContinuation{nullptr};
   };
 
   /// Failures of the thread factory, collected under the lock and reported to

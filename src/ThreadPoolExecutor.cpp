@@ -126,6 +126,9 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
 }
 
 bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
+  // Room for every worker on the idle stack now, so that parking (which may
+  // first happen long after the pool warmed up) never allocates.
+  idleWorkers_.reserve(workers_.size() + 1);
   auto it = workers_.emplace(workers_.end());
   poolSizeMirror_.store(workers_.size(), std::memory_order_relaxed);
   Worker* worker = &*it;
@@ -180,7 +183,12 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
   // (addWorkerLocked), so that activeCount never lags behind taskCount.
   if (first) execute(*worker, Work{std::move(first), {}, true});
   while (true) {
-    Work work = popLocal(*worker);
+    Work work;
+    if (void* next = worker->nextContinuation.exchange(nullptr, std::memory_order_acquire)) {
+      work.continuation = std::coroutine_handle<>::from_address(next);
+    } else {
+      work = popLocal(*worker);
+    }
     if (!work) {
       std::unique_lock lock(mutex_);
       work = takeWorkLocked(*worker, lock);
@@ -316,6 +324,13 @@ PoolImpl::Work PoolImpl::popLocal(Worker& worker) {
 
 PoolImpl::Work PoolImpl::stealLocked(Worker& thief) {
   for (Worker& victim : workers_) {
+    // A continuation its worker has not resumed yet (it may be blocked).
+    if (&victim == &thief || victim.nextContinuation.load(std::memory_order_relaxed) == nullptr) continue;
+    if (void* next = victim.nextContinuation.exchange(nullptr, std::memory_order_acquire)) {
+      return Work{{}, std::coroutine_handle<>::from_address(next), false};
+    }
+  }
+  for (Worker& victim : workers_) {
     if (&victim == &thief || victim.localSize.load(std::memory_order_relaxed) == 0) continue;
     std::lock_guard local(victim.localMutex);
     if (victim.local.empty()) continue;
@@ -330,6 +345,7 @@ PoolImpl::Work PoolImpl::stealLocked(Worker& thief) {
 bool PoolImpl::anyLocalWorkLocked() const noexcept {
   for (const Worker& worker : workers_) {
     if (worker.localSize.load(std::memory_order_seq_cst) > 0) return true;
+    if (worker.nextContinuation.load(std::memory_order_seq_cst) != nullptr) return true;
   }
   return false;
 }
@@ -491,6 +507,21 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
 }
 
 void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
+  if (Worker* worker = tlsWorker; worker != nullptr && tlsPool == this) {
+    // A hop from one of our own threads: the worker's next-continuation slot.
+    void* displaced = worker->nextContinuation.exchange(handle.address(), std::memory_order_seq_cst);
+    if (displaced == nullptr) {
+      // Paired like tryPushLocal: a parking worker stores idleCount_ and then
+      // looks at every slot. Wake one only if nobody searches and someone
+      // sleeps: in steady state the other workers spin or are busy.
+      if (searching_.load(std::memory_order_seq_cst) == 0 && idleCount_.load(std::memory_order_seq_cst) > 0) {
+        std::lock_guard lock(mutex_);
+        wakeOneLocked();
+      }
+      return;
+    }
+    handle = std::coroutine_handle<>::from_address(displaced);  // the older one goes to the shared queue
+  }
   FactoryErrors errors;
   {
     std::lock_guard lock(mutex_);
