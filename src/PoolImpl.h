@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <exception>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "MpmcRing.h"
 #include "RingBuffer.h"
 #include "TaskQueue.h"
 #include "coexec/PendingTask.h"
@@ -118,6 +120,26 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   const char* saturationReasonLocked(bool factoryFailed) const;
 
   void runWorker(Worker* worker, Ref<TaskCore> first);
+  /// The lock-free admission of `task` from outside the pool (step 2 for
+  /// bounded and unbounded queues with at least corePoolSize threads). False,
+  /// task untouched, if it needs the locked path: below core, the queue full
+  /// or overflowing, the pool not running, or another queue kind.
+  bool tryInject(PendingTask& task);
+  /// Requires: mutex_ held. Step 2: puts `task` in the shared queue (whose
+  /// place, for bounded(n), the caller has reserved).
+  bool pushSharedLocked(PendingTask& task);
+  /// Requires: mutex_ held. Tasks in the shared queue: inject_ and queue_.
+  [[nodiscard]] std::size_t sharedQueuedLocked() const noexcept {
+    return queue_.size() + (inject_ ? inject_->size() : 0);
+  }
+  /// Requires: mutex_ held; inject_ set. Moves overflow from queue_ to inject_.
+  void refillLocked();
+  /// Requires: mutex_ held. Waits out the lock-free admissions under way
+  /// (after a change of state). They never take the lock while counted.
+  void waitAdmissionsLocked() const noexcept;
+  /// Requires: mutex_ held. Every task of the shared queue in FIFO order;
+  /// both parts are left empty.
+  std::vector<PendingTask> drainSharedLocked();
   /// From one of this pool's threads: queues `task` on that worker's local
   /// queue. False (task untouched) if the pool is not running or the queue
   /// kind keeps every task shared.
@@ -160,9 +182,22 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   std::atomic<std::size_t> idleCount_{0};                               // idleWorkers_.size(), ditto
   std::atomic<std::size_t> poolSizeMirror_{0};                          // workers_.size(), ditto
 
-  std::atomic<std::size_t> coreMirror_{0};  // corePoolSize_, ditto
-  const bool localQueues_;                  // the queue kind allows local queues
-  const bool bounded_;                      // bounded(n): places are reserved in queued_
+  std::atomic<std::size_t> coreMirror_{0};     // corePoolSize_, ditto
+  const bool localQueues_;                     // the queue kind allows local queues (and inject_)
+  const bool bounded_;                         // bounded(n): places are reserved in queued_
+  std::atomic<std::size_t> blockedMirror_{0};  // blockedProducers_, readable without the lock
+  // bounded() and unbounded(): the shared FIFO. Submissions from outside the
+  // pool push here without the pool's lock, and workers pop without it.
+  // queue_ is its overflow: when the ring is full, tasks go to queue_ and
+  // overflow_ is set, sending every submission to queue_ (under the lock)
+  // until the workers have emptied it, so FIFO order holds. Null for
+  // priority() and synchronous(), which keep every task in queue_ / hand-offs.
+  const std::unique_ptr<MpmcRing<TaskCore*>> inject_;
+  std::atomic<bool> overflow_{false};  // written under mutex_
+  // Submissions between their check of the pool's state and their push to
+  // inject_ (on its own line: only submitters write it). shutdown() and shutdownNow() change the state, then wait for
+  // this to drain: afterwards every push either landed or saw the new state.
+  alignas(64) std::atomic<std::size_t> admitting_{0};
   // bounded(n) only: tasks in the shared queue and the local queues together.
   // A task takes a place (reserveQueued) before it enters either queue and
   // gives it back when it leaves, so concurrent submissions from outside
@@ -219,6 +254,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   Work takeWorkLocked(Worker& worker, std::unique_lock<std::mutex>& lock);
   // The newest task of the worker's own local queue, without the pool's lock.
   Work popLocal(Worker& worker);
+  // The oldest task of inject_, without the pool's lock (or with it, `locked`).
+  Work popInject(bool locked);
   // Requires: mutex_ held. The oldest task of another worker's local queue.
   Work stealLocked(Worker& thief);
   // Requires: mutex_ held (released while spinning, held again on return).
@@ -243,7 +280,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // Requires: mutex_ held.
   void setStateLocked(PoolState state) noexcept {
     state_ = state;
-    stateMirror_.store(state, std::memory_order_release);
+    stateMirror_.store(state, std::memory_order_seq_cst);  // seq_cst: paired with admitting_
   }
   // Requires: mutex_ held. Drains every worker's local queue, oldest first.
   void drainLocalsLocked(std::vector<PendingTask>& into);

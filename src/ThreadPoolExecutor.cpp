@@ -63,6 +63,18 @@ ThreadPoolOptions validated(ThreadPoolOptions options) {
   return options;
 }
 
+/// The ring of a bounded or unbounded queue: room for bounded(n)'s n (so
+/// that it never overflows) up to 4096 slots (64 KiB); beyond, queue_ takes
+/// the overflow.
+std::size_t injectCapacity(const WorkQueue& spec) {
+  constexpr std::size_t kMax = 4096;
+  const std::size_t wanted = spec.kind() == WorkQueue::Kind::bounded ? std::min(spec.capacity(), kMax) : kMax;
+  std::size_t capacity = 2;
+  while (capacity < wanted)
+    capacity *= 2;
+  return capacity;
+}
+
 }  // namespace
 
 PoolImpl* currentPool() noexcept { return tlsPool; }
@@ -90,6 +102,7 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
       localQueues_(options.workQueue.kind() == WorkQueue::Kind::bounded ||
                    options.workQueue.kind() == WorkQueue::Kind::unbounded),
       bounded_(options.workQueue.kind() == WorkQueue::Kind::bounded),
+      inject_(localQueues_ ? std::make_unique<MpmcRing<TaskCore*>>(injectCapacity(options.workQueue)) : nullptr),
       corePoolSize_(options.corePoolSize),
       maximumPoolSize_(options.maximumPoolSize),
       keepAliveTime_(options.keepAliveTime),
@@ -106,7 +119,7 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   // 2. The queue (for synchronous(): a hand-off to an idle thread).
   if (queueSpec_.kind() == WorkQueue::Kind::synchronous) {
     if (handOffLocked(task)) return true;
-  } else if (reserveQueued() && queue_.offer(task)) {  // a reserved place: offer() cannot fail for bounded(n)
+  } else if (reserveQueued() && pushSharedLocked(task)) {  // a reserved place: cannot fail for bounded(n)
     publishSharedWorkLocked();
     countersHere().tasks.fetch_add(1, std::memory_order_relaxed);
     // A searching worker will find the task (it rechecks under this lock
@@ -123,6 +136,110 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   }
   // 3. An extra thread, up to max.
   return workers_.size() < maximumPoolSize_ && addWorkerLocked(task, errors);
+}
+
+bool PoolImpl::pushSharedLocked(PendingTask& task) {
+  if (inject_ && !overflow_.load(std::memory_order_relaxed)) {
+    std::size_t pos = 0;
+    if (inject_->tryClaim(pos)) {
+      inject_->publish(pos, task.core_.detach());
+      return true;
+    }
+  }
+  if (!queue_.offer(task)) return false;
+  if (inject_) overflow_.store(true, std::memory_order_release);  // later submissions queue behind it
+  return true;
+}
+
+bool PoolImpl::tryInject(PendingTask& task) {
+  if (!inject_) return false;
+  // Step 1 (below core: a new thread) and the overflow take the locked path.
+  if (poolSizeMirror_.load(std::memory_order_relaxed) < coreMirror_.load(std::memory_order_relaxed)) return false;
+  if (overflow_.load(std::memory_order_acquire)) return false;
+  admitting_.fetch_add(1, std::memory_order_seq_cst);
+  bool pushed = false;
+  if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::running && reserveQueued()) {
+    std::size_t pos = 0;
+    if (inject_->tryClaim(pos)) {
+      task.core_->owner = this;
+      countersHere().tasks.fetch_add(1, std::memory_order_relaxed);  // before anyone can run it
+      inject_->publish(pos, task.core_.detach());
+      pushed = true;
+    } else {
+      releaseQueued();
+    }
+  }
+  admitting_.fetch_sub(1, std::memory_order_seq_cst);
+  if (!pushed) return false;
+  // Wake a parked worker only if nobody searches and someone sleeps (or no
+  // thread is left: core 0, or all timed out). seq_cst loads after the
+  // seq_cst claim: a worker that parks stores idleCount_ and then checks
+  // inject_->size(), so one of the two sees the other.
+  if (searching_.load(std::memory_order_seq_cst) == 0 &&
+      (idleCount_.load(std::memory_order_seq_cst) > 0 || poolSizeMirror_.load(std::memory_order_seq_cst) == 0)) {
+    FactoryErrors errors;
+    {
+      std::lock_guard lock(mutex_);
+      if (!wakeOneLocked() && workers_.empty()) {
+        PendingTask none;  // if the factory fails, the task waits for the next thread that starts
+        addWorkerLocked(none, errors);
+      }
+    }
+    reportFactoryErrors(errors);
+  }
+  return true;
+}
+
+void PoolImpl::waitAdmissionsLocked() const noexcept {
+  while (admitting_.load(std::memory_order_seq_cst) != 0)
+    std::this_thread::yield();
+}
+
+std::vector<PendingTask> PoolImpl::drainSharedLocked() {
+  std::vector<PendingTask> tasks;
+  if (inject_) {
+    TaskCore* raw = nullptr;
+    while (true) {
+      if (inject_->tryPop(raw)) {
+        tasks.push_back(PendingTask(Ref<TaskCore>::adopt(raw)));
+      } else if (inject_->empty()) {
+        break;
+      } else {
+        std::this_thread::yield();  // a push between claim and publish
+      }
+    }
+  }
+  for (PendingTask& task : queue_.drain())
+    tasks.push_back(std::move(task));  // the overflow: newer than the ring's
+  overflow_.store(false, std::memory_order_release);
+  return tasks;
+}
+
+PoolImpl::Work PoolImpl::popInject(bool locked) {
+  TaskCore* raw = nullptr;
+  if (!inject_ || !inject_->tryPop(raw)) return {};
+  releaseQueued();
+  // A block() producer may be waiting for the place this task left.
+  if (blockedMirror_.load(std::memory_order_seq_cst) > 0) {
+    if (locked) {
+      roomAvailable_.notify_all();
+    } else {
+      std::lock_guard lock(mutex_);
+      roomAvailable_.notify_all();
+    }
+  }
+  // More behind it and nobody searching: get a parked worker going. (Cheapest
+  // test first: idleCount_ rarely changes, the ring's tail every push.)
+  if (idleCount_.load(std::memory_order_seq_cst) > 0 && searching_.load(std::memory_order_seq_cst) == 0 &&
+      !inject_->empty()) {
+    if (locked) {
+      wakeOneLocked();
+    } else {
+      std::lock_guard lock(mutex_);
+      wakeOneLocked();
+    }
+  }
+  return Work{Ref<TaskCore>::adopt(raw), {}, false};
 }
 
 bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
@@ -188,6 +305,7 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
       work.continuation = std::coroutine_handle<>::from_address(next);
     } else {
       work = popLocal(*worker);
+      if (!work) work = popInject(/*locked=*/false);
     }
     if (!work) {
       std::unique_lock lock(mutex_);
@@ -419,7 +537,8 @@ void PoolImpl::spinForWorkLocked(std::unique_lock<std::mutex>& lock) {
   for (unsigned i = 1;; ++i) {
     // A fork that saw searching_ == 0 does not signal; the recheck under the
     // lock after the window finds its task.
-    if (sharedWork_.load(std::memory_order_seq_cst) > 0 || localSignal_.load(std::memory_order_relaxed) != signal) {
+    if (sharedWork_.load(std::memory_order_seq_cst) > 0 || localSignal_.load(std::memory_order_relaxed) != signal ||
+        !inject_->empty()) {
       break;
     }
     if (stateMirror_.load(std::memory_order_relaxed) != PoolState::running) break;
@@ -439,9 +558,22 @@ void PoolImpl::spinForWorkLocked(std::unique_lock<std::mutex>& lock) {
 void PoolImpl::wakeHelperLocked() {
   // Work remains after the taker's share: get another worker going, unless
   // one is already searching (it will find the rest).
-  if (sharedWork_.load(std::memory_order_relaxed) > 0 && searching_.load(std::memory_order_seq_cst) == 0) {
+  const bool more = sharedWork_.load(std::memory_order_relaxed) > 0 || (inject_ && !inject_->empty());
+  if (more && searching_.load(std::memory_order_seq_cst) == 0) {
     wakeOneLocked();
   }
+}
+
+void PoolImpl::refillLocked() {
+  // Moves the overflow's oldest tasks into the ring, in order, so that the
+  // workers take them without the lock; new submissions keep going to queue_
+  // (behind them) until it is empty.
+  for (std::size_t moved = 0; moved < inject_->capacity() / 2 && !queue_.empty(); ++moved) {
+    std::size_t pos = 0;
+    if (!inject_->tryClaim(pos)) break;
+    inject_->publish(pos, queue_.poll().core_.detach());
+  }
+  if (queue_.empty()) overflow_.store(false, std::memory_order_release);
 }
 
 PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mutex>& lock) {
@@ -460,13 +592,22 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
     }
     const std::size_t inFlight = inFlight_.load(std::memory_order_acquire);
     if (state_ == PoolState::stop && inFlight == 0) return {};
-    if (state_ == PoolState::shutdown && queue_.empty() && inFlight == 0 && !anyLocalWorkLocked()) return {};
+    const std::size_t shared = sharedQueuedLocked();
+    if (state_ == PoolState::shutdown && shared == 0 && inFlight == 0 && !anyLocalWorkLocked()) return {};
     const std::size_t size = workers_.size();
     // Above max (after setMaximumPoolSize): exit, unless we are the last thread
     // and there is queued work.
-    if (size > maximumPoolSize_ && (size > 1 || queue_.empty())) return {};
+    if (size > maximumPoolSize_ && (size > 1 || shared == 0)) return {};
+    if (Work work = popInject(/*locked=*/true)) return work;
+    if (inject_ && !inject_->empty()) {  // a push between claim and publish: a moment
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+      continue;
+    }
     if (PendingTask next = queue_.poll(); next.valid()) {
       releaseQueued();
+      if (inject_) refillLocked();  // the ring is empty: the overflow's oldest go back to it
       publishSharedWorkLocked();
       wakeHelperLocked();
       if (blockedProducers_ > 0) roomAvailable_.notify_all();
@@ -487,7 +628,9 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
     worker.signalled = false;
     idleWorkers_.push_back(&worker);
     idleCount_.store(idleWorkers_.size(), std::memory_order_seq_cst);
-    if (anyLocalWorkLocked()) {  // pushed before it could see us idle: take it instead of sleeping
+    // Pushed (locally or to inject_, without the lock) before it could see us
+    // idle: take it instead of sleeping.
+    if (anyLocalWorkLocked() || (inject_ && !inject_->empty())) {
       idleWorkers_.pop_back();
       idleCount_.store(idleWorkers_.size(), std::memory_order_relaxed);
       continue;
@@ -608,9 +751,11 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
   outside_.cancelled.fetch_add(gone.cancelled.load(std::memory_order_relaxed), std::memory_order_relaxed);
   exited_.push_back(std::move(worker->thread));
   workers_.remove_if([worker](const Worker& w) { return &w == worker; });
-  poolSizeMirror_.store(workers_.size(), std::memory_order_relaxed);
+  // seq_cst, then the seq_cst size of inject_: a lock-free submitter pushes
+  // and then reads poolSizeMirror_, so one of the two starts a thread.
+  poolSizeMirror_.store(workers_.size(), std::memory_order_seq_cst);
   if (blockedProducers_ > 0) roomAvailable_.notify_all();  // room for a new thread
-  if (workers_.empty() && ((!queue_.empty() && state_ != PoolState::stop) || !continuations_.empty())) {
+  if (workers_.empty() && ((sharedQueuedLocked() > 0 && state_ != PoolState::stop) || !continuations_.empty())) {
     // Never leave queued work without a thread (the pool was resized or all
     // threads timed out while a task arrived).
     FactoryErrors errors;
@@ -628,7 +773,7 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
 void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
   if (state_ == PoolState::running || state_ == PoolState::terminated || terminating_) return;
   if (!workers_.empty() || !quiescentLocked()) return;
-  if (state_ == PoolState::shutdown && !queue_.empty()) return;
+  if (state_ == PoolState::shutdown && sharedQueuedLocked() > 0) return;
   terminating_ = true;
   if (hooks_.terminated) {
     lock.unlock();
@@ -666,7 +811,7 @@ PoolStats PoolImpl::statsLocked() const {
   s.poolSize = workers_.size();
   s.activeCount = static_cast<std::size_t>(sum(&Counters::active, std::memory_order_relaxed));
   s.largestPoolSize = largestPoolSize_;
-  s.queueSize = queue_.size();
+  s.queueSize = sharedQueuedLocked();
   s.localQueueSize = 0;
   for (const Worker& worker : workers_)
     s.localQueueSize += worker.localSize.load(std::memory_order_relaxed);
@@ -701,7 +846,7 @@ std::size_t PoolImpl::startWorkers(std::size_t count, bool onlyForQueuedWork) {
   {
     std::lock_guard lock(mutex_);
     while (started < count && state_ == PoolState::running && workers_.size() < corePoolSize_) {
-      if (onlyForQueuedWork && queue_.size() <= started) break;
+      if (onlyForQueuedWork && sharedQueuedLocked() <= started) break;
       PendingTask none;
       if (!addWorkerLocked(none, errors)) break;
       ++started;
@@ -752,6 +897,7 @@ void ThreadPoolExecutor::admit(PendingTask task) {
 bool ThreadPoolExecutor::tryAdmit(PendingTask& task, bool countRejection) {
   detail::PoolImpl& p = *impl_;
   if (p.tryPushLocal(task)) return true;  // from one of our own threads: its local queue
+  if (p.tryInject(task)) return true;     // the lock-free shared queue
   detail::PoolImpl::FactoryErrors errors;
   bool admitted = false;
   {
@@ -782,7 +928,12 @@ bool ThreadPoolExecutor::evictOldest() {
   {
     std::lock_guard lock(p.mutex_);
     if (p.state_ != PoolState::running) return false;
-    victim = p.queue_.poll();
+    detail::TaskCore* raw = nullptr;
+    if (p.inject_ && p.inject_->tryPop(raw)) {  // the ring holds the oldest tasks
+      victim = PendingTask(detail::Ref<detail::TaskCore>::adopt(raw));
+    } else {
+      victim = p.queue_.poll();
+    }
     if (!victim.valid()) return false;
     p.releaseQueued();
     p.publishSharedWorkLocked();
@@ -804,7 +955,7 @@ bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds
   bool admitted = false;
   {
     std::unique_lock lock(p.mutex_);
-    ++p.blockedProducers_;
+    p.blockedMirror_.store(++p.blockedProducers_, std::memory_order_seq_cst);
     while (true) {
       if (p.tryAdmitLocked(task, errors)) {
         admitted = true;
@@ -820,7 +971,7 @@ bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds
         break;
       }
     }
-    --p.blockedProducers_;
+    p.blockedMirror_.store(--p.blockedProducers_, std::memory_order_seq_cst);
   }
   p.reportFactoryErrors(errors);
   return admitted;
@@ -830,8 +981,9 @@ void ThreadPoolExecutor::shutdown() {
   detail::PoolImpl& p = *impl_;
   std::unique_lock lock(p.mutex_);
   if (p.state_ == PoolState::running) p.setStateLocked(PoolState::shutdown);
+  p.waitAdmissionsLocked();  // every lock-free push has landed or will be refused
   detail::PoolImpl::FactoryErrors errors;
-  if (p.workers_.empty() && !p.queue_.empty() && p.state_ == PoolState::shutdown) {
+  if (p.workers_.empty() && p.sharedQueuedLocked() > 0 && p.state_ == PoolState::shutdown) {
     PendingTask none;  // queued work whose thread failed to start: try again to drain it
     p.addWorkerLocked(none, errors);
   }
@@ -850,7 +1002,8 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
   {
     std::unique_lock lock(p.mutex_);
     if (p.state_ == PoolState::running || p.state_ == PoolState::shutdown) p.setStateLocked(PoolState::stop);
-    std::vector<PendingTask> queued = p.queue_.drain();
+    p.waitAdmissionsLocked();  // every lock-free push has landed or will be refused
+    std::vector<PendingTask> queued = p.drainSharedLocked();
     p.releaseQueued(queued.size());
     p.publishSharedWorkLocked();
     p.drainLocalsLocked(queued);  // after the shared queue: it holds the older tasks
@@ -1019,7 +1172,17 @@ std::size_t ThreadPoolExecutor::purge() {
   std::vector<PendingTask> removed;
   {
     std::lock_guard lock(p.mutex_);
-    removed = p.queue_.removeCancelled();
+    // The ring cannot remove from its middle: every queued task moves to
+    // queue_, in order, the cancelled ones are taken out, and submissions
+    // queue behind the rest (overflow) until the workers have taken them.
+    for (PendingTask& task : p.drainSharedLocked()) {
+      if (task.isCancelled()) {
+        removed.push_back(std::move(task));
+      } else {
+        p.queue_.offer(task);  // cannot fail: no more tasks than before
+      }
+    }
+    if (p.inject_ && !p.queue_.empty()) p.overflow_.store(true, std::memory_order_release);
     p.releaseQueued(removed.size());
     p.publishSharedWorkLocked();
     p.outside_.cancelled.fetch_add(removed.size(), std::memory_order_relaxed);

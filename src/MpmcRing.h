@@ -1,0 +1,112 @@
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+
+namespace coexec::detail {
+
+/// A bounded lock-free multi-producer multi-consumer FIFO of pointers on a
+/// power-of-two array (Dmitry Vyukov's design): each slot carries a sequence
+/// number that says whether it is free for the producer of a given lap or full
+/// for its consumer, so a push and a pop are one compare-and-swap on the tail
+/// or the head plus one store to the slot. No allocation after construction.
+///
+/// A push claims its slot (the CAS on tail_) before it writes the value; until
+/// it publishes the slot, a pop of that slot reports "empty" while size() already
+/// counts it. The pool relies on this: a worker that sees size() > 0 does not
+/// park, and retries the pop.
+template <class T>
+class MpmcRing {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  /// Precondition: `capacity` is a power of two, at least 2.
+  explicit MpmcRing(std::size_t capacity) : slots_(new Slot[capacity]), mask_(capacity - 1) {
+    for (std::size_t i = 0; i < capacity; ++i)
+      slots_[i].sequence.store(i, std::memory_order_relaxed);
+  }
+  MpmcRing(const MpmcRing&) = delete;
+  MpmcRing& operator=(const MpmcRing&) = delete;
+
+  [[nodiscard]] std::size_t capacity() const noexcept { return mask_ + 1; }
+
+  /// Claims the next free slot into `pos`; false if the ring is full. The
+  /// caller must publish() it, promptly: later values queue behind it.
+  /// Lock-free; any thread.
+  bool tryClaim(std::size_t& pos) noexcept {
+    pos = tail_.load(std::memory_order_relaxed);
+    while (true) {
+      const std::size_t sequence = slots_[pos & mask_].sequence.load(std::memory_order_acquire);
+      const auto diff = static_cast<std::intptr_t>(sequence) - static_cast<std::intptr_t>(pos);
+      if (diff == 0) {
+        // seq_cst: the claim is what size() sees (see the class comment).
+        if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+          return true;
+        }
+      } else if (diff < 0) {
+        return false;  // the slot still holds last lap's value: full
+      } else {
+        pos = tail_.load(std::memory_order_relaxed);
+      }
+    }
+  }
+  /// Stores `value` in the slot tryClaim() gave, making it visible to pops.
+  void publish(std::size_t pos, T value) noexcept {
+    Slot& slot = slots_[pos & mask_];
+    slot.value = value;
+    slot.sequence.store(pos + 1, std::memory_order_release);
+  }
+  /// Appends `value`; false if the ring is full. Lock-free; any thread.
+  bool tryPush(T value) noexcept {
+    std::size_t pos = 0;
+    if (!tryClaim(pos)) return false;
+    publish(pos, value);
+    return true;
+  }
+
+  /// Takes the oldest value into `out`; false if there is none published.
+  /// Lock-free; any thread.
+  bool tryPop(T& out) noexcept {
+    std::size_t pos = head_.load(std::memory_order_relaxed);
+    while (true) {
+      Slot& slot = slots_[pos & mask_];
+      const std::size_t sequence = slot.sequence.load(std::memory_order_acquire);
+      const auto diff = static_cast<std::intptr_t>(sequence) - static_cast<std::intptr_t>(pos + 1);
+      if (diff == 0) {
+        if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+          out = slot.value;
+          slot.sequence.store(pos + mask_ + 1, std::memory_order_release);
+          return true;
+        }
+      } else if (diff < 0) {
+        return false;  // empty, or its producer has not published it yet
+      } else {
+        pos = head_.load(std::memory_order_relaxed);
+      }
+    }
+  }
+
+  /// Claimed pushes minus claimed pops: exact when no push or pop is under
+  /// way. seq_cst loads (see the class comment).
+  [[nodiscard]] std::size_t size() const noexcept {
+    const std::size_t head = head_.load(std::memory_order_seq_cst);
+    const std::size_t tail = tail_.load(std::memory_order_seq_cst);
+    return tail > head ? tail - head : 0;
+  }
+  [[nodiscard]] bool empty() const noexcept { return size() == 0; }
+
+ private:
+  struct Slot {
+    std::atomic<std::size_t> sequence;
+    T value;
+  };
+  std::unique_ptr<Slot[]> slots_;
+  const std::size_t mask_;
+  alignas(64) std::atomic<std::size_t> tail_{0};
+  alignas(64) std::atomic<std::size_t> head_{0};
+};
+
+}  // namespace coexec::detail
