@@ -220,8 +220,27 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     if (bounded_) queued_.fetch_sub(n, std::memory_order_relaxed);
   }
 
+  // Coroutine tasks started and not finished, counted in shards (a worker
+  // counts in shard number % kInFlightShards, and the finish is taken off
+  // the shard the start went to, so every shard stays exact) so that two
+  // workers starting and finishing coroutines do not share a cache line.
+  // The total matters only under mutex_: a start a reader misses is one its
+  // worker has not yet brought back to the lock, and that worker is alive, so
+  // the pool cannot terminate without seeing it.
+  static constexpr std::size_t kInFlightShards = 8;
+  struct alignas(64) InFlightShard {
+    std::atomic<std::size_t> count{0};
+  };
+  InFlightShard inFlight_[kInFlightShards];
+  /// Requires: mutex_ held (see above). The total in flight.
+  [[nodiscard]] std::size_t inFlightLocked() const noexcept {
+    std::size_t total = 0;
+    for (const InFlightShard& shard : inFlight_)
+      total += shard.count.load(std::memory_order_seq_cst);
+    return total;
+  }
+
   alignas(64) std::mutex inFlightMutex_;
-  std::atomic<std::size_t> inFlight_{0};  // coroutine tasks started, not finished
   std::vector<TaskCore*> inFlightTasks_;  // those with a token (shutdownNow() cancels them); guarded by inFlightMutex_
 
   // Everything below is guarded by mutex_.

@@ -355,12 +355,12 @@ void PoolImpl::execute(Worker& worker, Work work) {
       }
     }
     if (started) {
+      const auto shard = static_cast<std::uint32_t>(worker.number % kInFlightShards);
+      task->inFlightShard = shard;
+      inFlight_[shard].count.fetch_add(1, std::memory_order_seq_cst);
       if (tracked) {  // shutdownNow() cancels the tokens of coroutines in flight
         std::lock_guard lock(inFlightMutex_);
-        inFlight_.fetch_add(1, std::memory_order_relaxed);
         inFlightTasks_.push_back(task.get());
-      } else {
-        inFlight_.fetch_add(1, std::memory_order_relaxed);
       }
       task->startCoroutine(this);  // counted by coroutineFinished(), maybe before this returns
     }
@@ -391,7 +391,7 @@ void PoolImpl::count(Outcome outcome) noexcept {
 }
 
 bool PoolImpl::quiescentLocked() const noexcept {
-  return continuations_.empty() && inFlight_.load(std::memory_order_acquire) == 0 && !anyLocalWorkLocked();
+  return continuations_.empty() && inFlightLocked() == 0 && !anyLocalWorkLocked();
 }
 
 bool PoolImpl::tryPushLocal(PendingTask& task) {
@@ -402,6 +402,7 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   if (poolSizeMirror_.load(std::memory_order_relaxed) < coreMirror_.load(std::memory_order_relaxed)) return false;
   // The capacity of bounded(n) covers the local queues too.
   if (!reserveQueued()) return false;
+  std::size_t queued = 0;
   {
     std::lock_guard local(worker->localMutex);
     // Checked under localMutex: shutdownNow() stores STOP before it drains the
@@ -417,12 +418,18 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
     // seq_cst store, then seq_cst load of idleCount_: pairs with a parking
     // worker that stores idleCount_ and then loads every localSize, so one of
     // the two sees the other (no lost wake-up).
-    worker->localSize.store(worker->local.size(), std::memory_order_seq_cst);
+    queued = worker->local.size();
+    worker->localSize.store(queued, std::memory_order_seq_cst);
   }
   // Same pairing with a searching worker, which decrements searching_
   // (seq_cst) before it looks at the local queues again.
   if (searching_.load(std::memory_order_seq_cst) > 0) {
-    localSignal_.fetch_add(1, std::memory_order_relaxed);  // tell the searcher
+    // Tell the searcher only when there is more than this worker will take
+    // next: a lone task (a chain, each task submitting the next) stays with
+    // its submitter, which runs it as soon as the current task returns. If
+    // the submitter blocks instead, the searcher steals it when its spin
+    // window ends, on its way to parking.
+    if (queued >= 2) localSignal_.fetch_add(1, std::memory_order_relaxed);
   } else if (idleCount_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard lock(mutex_);
     wakeOneLocked();
@@ -590,7 +597,7 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
       wakeHelperLocked();
       return work;
     }
-    const std::size_t inFlight = inFlight_.load(std::memory_order_acquire);
+    const std::size_t inFlight = inFlightLocked();
     if (state_ == PoolState::stop && inFlight == 0) return {};
     const std::size_t shared = sharedQueuedLocked();
     if (state_ == PoolState::shutdown && shared == 0 && inFlight == 0 && !anyLocalWorkLocked()) return {};
@@ -697,7 +704,6 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
   }
   if (result.outcome == Outcome::failed && !task.hasFuture()) reportUncaught(result.error, info);
   count(result.outcome);
-  std::size_t left = 0;
   if (task.hasToken()) {
     std::lock_guard inFlightLock(inFlightMutex_);
     const auto it = std::find(inFlightTasks_.begin(), inFlightTasks_.end(), &task);
@@ -705,13 +711,13 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
       *it = inFlightTasks_.back();
       inFlightTasks_.pop_back();
     }
-    left = inFlight_.fetch_sub(1, std::memory_order_acq_rel) - 1;
-  } else {
-    left = inFlight_.fetch_sub(1, std::memory_order_acq_rel) - 1;
   }
-  if (left != 0 || stateMirror_.load(std::memory_order_acquire) == PoolState::running) return;
+  inFlight_[task.inFlightShard].count.fetch_sub(1, std::memory_order_seq_cst);
+  // seq_cst with the shutdown's seq_cst store of the state and its seq_cst
+  // sum: either we see the shutdown, or it sees our decrement.
+  if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::running) return;
   std::unique_lock lock(mutex_);
-  if (inFlight_.load(std::memory_order_acquire) == 0 && state_ != PoolState::running) {
+  if (inFlightLocked() == 0 && state_ != PoolState::running) {
     wakeAllLocked();
     tryTerminateLocked(lock);
   }

@@ -103,6 +103,9 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// The pool that admitted the task (an identity, see currentPoolIdentity());
   /// written before the task is published to any other thread.
   const void* owner = nullptr;
+  /// Which of its pool's in-flight counters a started coroutine task counts
+  /// in; written by the worker that starts it.
+  std::uint32_t inFlightShard = 0;
 
   // ---- result side (Future) -------------------------------------------------
 
