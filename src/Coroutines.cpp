@@ -12,6 +12,7 @@
 
 #include "PoolImpl.h"
 #include "RingBuffer.h"
+#include "SpinWait.h"
 #include "coexec/ResumeOn.h"
 #include "coexec/SyncWait.h"
 #include "coexec/ThreadPoolExecutor.h"
@@ -105,6 +106,9 @@ void checkSyncWaitAllowed() {
 
 // ---- RunLoop -----------------------------------------------------------------
 
+/// How long syncWait's loop spins for a continuation before it sleeps.
+constexpr auto kRunLoopSpin = std::chrono::microseconds(20);
+
 class RunLoop::State final : public Scheduler {
  public:
   void post(std::coroutine_handle<> handle) noexcept override {
@@ -117,6 +121,7 @@ class RunLoop::State final : public Scheduler {
           std::fputs("coexec: fatal: out of memory queueing a continuation for syncWait\n", stderr);
           std::terminate();
         }
+        pending.store(true, std::memory_order_release);
         wake.notify_one();
         return;
       }
@@ -136,6 +141,7 @@ class RunLoop::State final : public Scheduler {
   std::mutex mutex;
   std::condition_variable wake;
   RingBuffer<std::coroutine_handle<>> ready;  // guarded by mutex; no allocation in steady state
+  std::atomic<bool> pending{false};           // !ready.empty() || finished, readable without the lock
   bool finished = false;                      // guarded by mutex
   bool closed = false;                        // guarded by mutex
 };
@@ -155,15 +161,25 @@ Scheduler* RunLoop::scheduler() const noexcept { return state_; }
 void RunLoop::finish() noexcept {
   std::lock_guard lock(state_->mutex);
   state_->finished = true;
+  state_->pending.store(true, std::memory_order_release);
   state_->wake.notify_one();  // under the lock: the loop may end as soon as it is released
 }
 
 void RunLoop::run() {
   std::unique_lock lock(state_->mutex);
   while (true) {
+    if (!state_->finished && state_->ready.empty()) {
+      // Spin a moment before sleeping: the awaited work is often about to
+      // finish, and a futex wake-up costs the pool thread that posts and
+      // this thread together far more than the spin.
+      lock.unlock();
+      spinUntil([&] { return state_->pending.load(std::memory_order_acquire); }, kRunLoopSpin);
+      lock.lock();
+    }
     state_->wake.wait(lock, [&] { return state_->finished || !state_->ready.empty(); });
     if (state_->ready.empty()) return;  // finished and nothing left
     const std::coroutine_handle<> next = state_->ready.pop();
+    if (state_->ready.empty() && !state_->finished) state_->pending.store(false, std::memory_order_relaxed);
     lock.unlock();
     resume(next);
     lock.lock();

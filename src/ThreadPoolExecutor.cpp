@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "PoolImpl.h"
+#include "SpinWait.h"
 #include "coexec/detail/Time.h"
 
 namespace coexec {
@@ -513,18 +514,6 @@ bool PoolImpl::handOffLocked(PendingTask& task) {
 
 namespace {
 
-/// Tells the CPU this is a spin-wait loop (frees the core's resources for its
-/// hyper-thread sibling and avoids a memory-order flush on exit).
-inline void cpuRelax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#else
-  std::this_thread::yield();
-#endif
-}
-
 /// How long a worker spins for work before it parks. Longer than a typical
 /// gap between submissions of a busy producer, far shorter than the ~25 us
 /// a futex wake-up costs the submitter and the wakee together.
@@ -536,25 +525,18 @@ void PoolImpl::spinForWorkLocked(std::unique_lock<std::mutex>& lock) {
   // Synchronous and priority queues keep the plain protocol: a hand-off needs
   // a parked worker on the idle stack, and a priority queue is the slow path.
   if (!localQueues_ || state_ != PoolState::running) return;
-  if (searching_.load(std::memory_order_relaxed) >= std::max<std::size_t>(1, workers_.size() / 2)) return;
   searching_.fetch_add(1, std::memory_order_seq_cst);
   const std::size_t signal = localSignal_.load(std::memory_order_relaxed);
   lock.unlock();
-  const auto until = std::chrono::steady_clock::now() + kSpinWindow;
-  for (unsigned i = 1;; ++i) {
-    // A fork that saw searching_ == 0 does not signal; the recheck under the
-    // lock after the window finds its task.
-    if (sharedWork_.load(std::memory_order_seq_cst) > 0 || localSignal_.load(std::memory_order_relaxed) != signal ||
-        !inject_->empty()) {
-      break;
-    }
-    if (stateMirror_.load(std::memory_order_relaxed) != PoolState::running) break;
-    cpuRelax();
-    if (i % 32 == 0) {
-      if (std::chrono::steady_clock::now() >= until) break;
-      std::this_thread::yield();  // on a machine with fewer cores than threads, let the producer run
-    }
-  }
+  spinUntil(
+      [&] {
+        // A fork that saw searching_ == 0 does not signal; the recheck under
+        // the lock after the window finds its task.
+        return sharedWork_.load(std::memory_order_seq_cst) > 0 ||
+               localSignal_.load(std::memory_order_relaxed) != signal || !inject_->empty() ||
+               stateMirror_.load(std::memory_order_relaxed) != PoolState::running;
+      },
+      kSpinWindow);
   // Before the lock: a submitter that saw us searching (and did not wake
   // anyone) published its task before it read searching_, so the recheck
   // under the lock finds it.
