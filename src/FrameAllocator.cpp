@@ -26,7 +26,9 @@ namespace {
 constexpr std::size_t kMinClassShift = 6;   // 64-byte blocks, header included
 constexpr std::size_t kMaxClassShift = 12;  // 4 KiB
 constexpr std::size_t kClasses = kMaxClassShift - kMinClassShift + 1;
-constexpr std::size_t kHeader = 16;  // keeps the payload aligned to 16 (max_align_t)
+constexpr std::size_t kHeader = 16;
+constexpr std::size_t kSpareOnGrowth =
+    3;  // extra blocks taken when a class runs dry  // keeps the payload aligned to 16 (max_align_t)
 
 struct Cache;
 
@@ -150,11 +152,28 @@ void* FrameAllocator::allocate(std::size_t size) {
     --cache.counts[c];
     header = reinterpret_cast<Header*>(block);
   } else {
-    header = static_cast<Header*>(::operator new (std::size_t{1} << (c + kMinClassShift)));
+    const std::size_t blockSize = std::size_t{1} << (c + kMinClassShift);
+    header = static_cast<Header*>(::operator new(blockSize));
+    // The class ran dry: more blocks are live than ever before. Keep a few
+    // spares, so that a peak one or two blocks higher later (a thread
+    // preempted at the wrong moment) does not reach the global allocator.
+    for (std::size_t i = 0; i < kSpareOnGrowth && cache.counts[c] < kMaxCachedPerClass; ++i) {
+      auto* spare = static_cast<FreeBlock*>(::operator new(blockSize, std::nothrow));
+      if (spare == nullptr) break;
+      spare->next = cache.heads[c];
+      cache.heads[c] = spare;
+      ++cache.counts[c];
+    }
   }
   header->owner = &cache;
   header->cls = static_cast<std::uint32_t>(c);
   return payloadOf(header);
+}
+
+std::size_t FrameAllocator::cachedBlocks(std::size_t size) noexcept {
+  const std::size_t c = classOf(size + kHeader);
+  if (c >= kClasses || cacheGone || threadCache.cache == nullptr) return 0;
+  return threadCache.cache->counts[c];
 }
 
 void FrameAllocator::deallocate(void* block, std::size_t /*size*/) noexcept {

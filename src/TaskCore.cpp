@@ -1,11 +1,32 @@
 #include "coexec/detail/TaskCore.h"
 
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
 #include "coexec/Errors.h"
 
 namespace coexec::detail {
+
+namespace {
+
+/// Where threads blocked in TaskCore::wait() sleep: blocking waits are rare
+/// (coroutines await instead), so a small shared table serves every task
+/// and a task carries no mutex or condition variable of its own.
+struct alignas(64) WaitStripe {
+  std::mutex mutex;
+  std::condition_variable done;
+};
+
+WaitStripe& stripeOf(const void* task) noexcept {
+  static WaitStripe stripes[64];
+  const auto bits = reinterpret_cast<std::uintptr_t>(task);
+  return stripes[(bits >> 6) % 64];
+}
+
+}  // namespace
 
 bool isOperationCancelled(const std::exception_ptr& error) noexcept {
   if (!error) return false;
@@ -140,8 +161,9 @@ void TaskCore::publish(std::uint32_t previous) noexcept {
   // last other reference as soon as it sees `done`.
   addRef();
   if ((previous & kWaiters) != 0) {
-    { std::lock_guard lock(mutex_); }  // a waiter between its check and its wait holds the mutex
-    done_.notify_all();
+    WaitStripe& stripe = stripeOf(this);
+    { std::lock_guard lock(stripe.mutex); }  // a waiter between its check and its wait holds the mutex
+    stripe.done.notify_all();                // wakes the other tasks' waiters on this stripe too: they recheck
   }
   if ((previous & kContinuation) != 0) continuation_(continuationArg_);
   release();
@@ -149,16 +171,17 @@ void TaskCore::publish(std::uint32_t previous) noexcept {
 
 bool TaskCore::blockUntilDone(const Clock::time_point* deadline) {
   if (isDone()) return true;
-  std::unique_lock lock(mutex_);
+  WaitStripe& stripe = stripeOf(this);
+  std::unique_lock lock(stripe.mutex);
   // Announce the waiter with an RMW: it is ordered with the settler's RMW to
   // `done`, so either this sees done or the settler sees kWaiters.
   if (stageOf(state_.fetch_or(kWaiters, std::memory_order_acq_rel)) == kDone) return true;
   const auto done = [&] { return isDone(); };
   if (deadline == nullptr) {
-    done_.wait(lock, done);
+    stripe.done.wait(lock, done);
     return true;
   }
-  return done_.wait_until(lock, *deadline, done);
+  return stripe.done.wait_until(lock, *deadline, done);
 }
 
 void TaskCore::wait() { blockUntilDone(nullptr); }

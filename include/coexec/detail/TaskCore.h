@@ -2,11 +2,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -48,7 +46,9 @@ class CoroutineObserver {
 /// Stages: queued -> running -> done, or queued -> settling -> done
 /// (cancelled, abandoned, rejected). The stage and the flags live in one
 /// atomic word, so that starting, finishing, awaiting and taking the result
-/// take no lock; `mutex_` and `done_` serve only threads that block in wait().
+/// take no lock. Threads that block in wait() use one of a few process-wide
+/// mutex/condition-variable pairs chosen by the task's address (a task with
+/// no blocked waiter never touches one, and owns none).
 class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
  public:
   using Clock = std::chrono::steady_clock;
@@ -143,7 +143,7 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   static constexpr std::uint32_t kStageMask = 3;
   static constexpr std::uint32_t kCancelled = 4;     // cancellation requested (or settled as cancelled)
   static constexpr std::uint32_t kContinuation = 8;  // continuation_ is set: the settler calls it
-  static constexpr std::uint32_t kWaiters = 16;      // a thread may block in wait(): the settler notifies done_
+  static constexpr std::uint32_t kWaiters = 16;      // a thread may block in wait(): the settler notifies
   static constexpr std::uint32_t kConsumed = 32;     // the result was taken
   static constexpr std::uint32_t stageOf(std::uint32_t state) noexcept { return state & kStageMask; }
 
@@ -160,8 +160,6 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   std::exception_ptr error_;                  // written by the settler before `done`, read after it
   Continuation continuation_ = nullptr;       // written before kContinuation is set, read by the settler
   void* continuationArg_ = nullptr;           // ditto
-  std::mutex mutex_;                          // only for blocked waiters
-  std::condition_variable done_;              // ditto
   std::optional<CancellationSource> source_;  // set at construction, then const
   const bool hasFuture_;
   const int priority_;
