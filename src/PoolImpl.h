@@ -15,6 +15,7 @@
 
 #include "MpmcRing.h"
 #include "RingBuffer.h"
+#include "WorkStealingDeque.h"
 #include "TaskQueue.h"
 #include "coexec/PendingTask.h"
 #include "coexec/PoolStats.h"
@@ -34,27 +35,35 @@ namespace coexec::detail {
 void printDropped(std::string_view what, std::string_view poolName, std::string_view threadName,
                   const std::exception_ptr& error) noexcept;
 
-/// The state of a ThreadPoolExecutor. One mutex guards everything. Idle
-/// workers wait on their own condition variable, on a LIFO stack
-/// (`idleWorkers_`): work wakes the most recently idle one (warm caches; the
-/// others age towards their keep-alive), and a synchronous() queue hands a
-/// task straight to one of them.
+/// The state of a ThreadPoolExecutor. The pool's mutex guards admission's
+/// slow path, the worker list, the lifecycle and the idle stack; the hot
+/// paths take no lock:
+///
+/// - Submissions from outside (bounded and unbounded queues, with at least
+///   corePoolSize threads) push to `inject_`, a lock-free MPMC ring that the
+///   workers pop without the lock (queue_ takes its overflow, in order).
+/// - Submissions from the pool's own threads (a task forking subtasks, a
+///   coroutine submitting the next step) push to the worker's Chase-Lev
+///   deque, which it serves newest first (depth first, like a call stack)
+///   and other workers steal from, oldest first. A task may block waiting
+///   for its subtask, so a subtask is never reachable by its submitter's
+///   thread alone: a push wakes a parked worker unless one is searching.
+/// - A coroutine hopping back onto the pool from one of its threads goes to
+///   the worker's next-continuation slot.
+/// - A worker that runs out of work spins for a moment (searching_) before
+///   it parks on its own condition variable on a LIFO stack (idleWorkers_);
+///   a submission wakes one parked worker only if none is searching.
+///
+/// The bound of bounded(n) covers the shared and the local queues together
+/// (places reserved in queued_). Priority and synchronous queues keep every
+/// task in the locked path; a synchronous() queue hands a task straight to a
+/// parked worker.
 ///
 /// Besides admitted tasks, workers run continuations: coroutines resuming on
 /// this pool after an await. Continuations bypass admission (never rejected,
 /// even after shutdown) and run before queued tasks. `inFlight_` counts
 /// coroutine tasks that started and have not finished; the pool does not
 /// terminate while any is in flight.
-///
-/// Work stealing: a task submitted from one of the pool's own threads (a task
-/// forking subtasks, a coroutine submitting the next step) goes to that
-/// worker's local queue, which it serves newest first (depth first, like a
-/// call stack) without the pool's lock, and which idle workers steal from,
-/// oldest first. A push wakes an idle worker to steal (a task may block
-/// waiting for its subtask, so a subtask must never be reachable by its
-/// submitter's thread alone). The bound of bounded(n) applies to outside submissions; the
-/// local queues are work the pool has already admitted. Priority and
-/// synchronous queues keep every task in the shared path.
 class PoolImpl final : public Scheduler, public CoroutineObserver {
  public:
   PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options);
@@ -83,9 +92,10 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     std::condition_variable wake;
     // Lock order: the pool's mutex_, then a worker's localMutex.
     std::mutex localMutex;
-    Ref<TaskCore> current;                  // the task it runs now; guarded by localMutex
-    RingBuffer<Ref<TaskCore>> local;        // guarded by localMutex; the owner pops newest, thieves oldest
-    std::atomic<std::size_t> localSize{0};  // local.size(), readable without the lock
+    Ref<TaskCore> current;  // the task it runs now (if it has a token); guarded by localMutex
+    // Tasks submitted from this worker's thread, each holding a reference:
+    // the worker pops newest first, other workers steal oldest first.
+    WorkStealingDeque<TaskCore*> local;
     // The continuation this worker made ready last (a coroutine that hopped
     // back onto this pool from one of its threads): the worker resumes it as
     // soon as the current item returns, with no lock and no wake-up. Other
@@ -201,8 +211,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // bounded(n) only: tasks in the shared queue and the local queues together.
   // A task takes a place (reserveQueued) before it enters either queue and
   // gives it back when it leaves, so concurrent submissions from outside
-  // (under mutex_) and from the pool's threads (under their localMutex)
-  // never exceed the bound together.
+  // and from the pool's threads never exceed the bound together.
   alignas(64) std::atomic<std::size_t> queued_{0};
 
   /// bounded(n): takes one place, false if all n are taken. Other kinds: true.
@@ -273,6 +282,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   Work takeWorkLocked(Worker& worker, std::unique_lock<std::mutex>& lock);
   // The newest task of the worker's own local queue, without the pool's lock.
   Work popLocal(Worker& worker);
+  // Takes the oldest task of `victim`'s local queue; false if it is empty.
+  bool stealFrom(Worker& victim, Ref<TaskCore>& out) noexcept;
   // The oldest task of inject_, without the pool's lock (or with it, `locked`).
   Work popInject(bool locked);
   // Requires: mutex_ held. The oldest task of another worker's local queue.

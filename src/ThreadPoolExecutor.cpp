@@ -403,27 +403,23 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   if (poolSizeMirror_.load(std::memory_order_relaxed) < coreMirror_.load(std::memory_order_relaxed)) return false;
   // The capacity of bounded(n) covers the local queues too.
   if (!reserveQueued()) return false;
-  std::size_t queued = 0;
-  {
-    std::lock_guard local(worker->localMutex);
-    // Checked under localMutex: shutdownNow() stores STOP before it drains the
-    // local queues under the same mutexes, so a task is either drained or
-    // refused, never stranded.
-    if (stateMirror_.load(std::memory_order_acquire) != PoolState::running) {
-      releaseQueued();
-      return false;
-    }
-    task.core_->owner = this;
-    worker->counters.tasks.fetch_add(1, std::memory_order_relaxed);  // before anyone can run it
-    worker->local.push(std::move(task.core_));
-    // seq_cst store, then seq_cst load of idleCount_: pairs with a parking
-    // worker that stores idleCount_ and then loads every localSize, so one of
-    // the two sees the other (no lost wake-up).
-    queued = worker->local.size();
-    worker->localSize.store(queued, std::memory_order_seq_cst);
+  if (stateMirror_.load(std::memory_order_seq_cst) != PoolState::running) {
+    releaseQueued();
+    return false;
   }
-  // Same pairing with a searching worker, which decrements searching_
-  // (seq_cst) before it looks at the local queues again.
+  task.core_->owner = this;
+  worker->counters.tasks.fetch_add(1, std::memory_order_relaxed);  // before anyone can run it
+  // The seq_cst push, then seq_cst loads of searching_ and idleCount_: pairs
+  // with a parking worker that stores idleCount_ and then reads every local
+  // queue's size, and with a searcher that decrements searching_ before it
+  // looks again, so one of the two sees the other (no lost wake-up).
+  //
+  // shutdownNow() stores STOP and then drains the local queues. A push that
+  // passed the check above just before it is either drained or, if it lands
+  // after the drain, run by this worker (which pops its own queue before it
+  // can exit), like a task a worker dequeued just before the drain.
+  const std::size_t queued = worker->local.push(task.core_.get());
+  task.core_.detach();  // the queue holds the reference now
   if (searching_.load(std::memory_order_seq_cst) > 0) {
     // Tell the searcher only when there is more than this worker will take
     // next: a lone task (a chain, each task submitting the next) stays with
@@ -439,13 +435,24 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
 }
 
 PoolImpl::Work PoolImpl::popLocal(Worker& worker) {
-  if (worker.localSize.load(std::memory_order_relaxed) == 0) return {};
-  std::lock_guard local(worker.localMutex);
-  if (worker.local.empty()) return {};
-  Work work{worker.local.popBack(), {}, false};
-  worker.localSize.store(worker.local.size(), std::memory_order_relaxed);
+  TaskCore* raw = nullptr;
+  if (!worker.local.pop(raw)) return {};
   releaseQueued();
-  return work;
+  return Work{Ref<TaskCore>::adopt(raw), {}, false};
+}
+
+bool PoolImpl::stealFrom(Worker& victim, Ref<TaskCore>& out) noexcept {
+  TaskCore* raw = nullptr;
+  while (true) {
+    switch (victim.local.steal(raw)) {
+      case WorkStealingDeque<TaskCore*>::Steal::taken:
+        releaseQueued();
+        out = Ref<TaskCore>::adopt(raw);
+        return true;
+      case WorkStealingDeque<TaskCore*>::Steal::empty: return false;
+      case WorkStealingDeque<TaskCore*>::Steal::contended: break;  // someone else took that one: look again
+    }
+  }
 }
 
 PoolImpl::Work PoolImpl::stealLocked(Worker& thief) {
@@ -457,20 +464,15 @@ PoolImpl::Work PoolImpl::stealLocked(Worker& thief) {
     }
   }
   for (Worker& victim : workers_) {
-    if (&victim == &thief || victim.localSize.load(std::memory_order_relaxed) == 0) continue;
-    std::lock_guard local(victim.localMutex);
-    if (victim.local.empty()) continue;
-    Work work{victim.local.pop(), {}, false};
-    victim.localSize.store(victim.local.size(), std::memory_order_relaxed);
-    releaseQueued();
-    return work;
+    if (&victim == &thief) continue;
+    if (Ref<TaskCore> task; stealFrom(victim, task)) return Work{std::move(task), {}, false};
   }
   return {};
 }
 
 bool PoolImpl::anyLocalWorkLocked() const noexcept {
   for (const Worker& worker : workers_) {
-    if (worker.localSize.load(std::memory_order_seq_cst) > 0) return true;
+    if (worker.local.size() > 0) return true;
     if (worker.nextContinuation.load(std::memory_order_seq_cst) != nullptr) return true;
   }
   return false;
@@ -478,12 +480,8 @@ bool PoolImpl::anyLocalWorkLocked() const noexcept {
 
 void PoolImpl::drainLocalsLocked(std::vector<PendingTask>& into) {
   for (Worker& worker : workers_) {
-    std::lock_guard local(worker.localMutex);
-    while (!worker.local.empty()) {
-      into.push_back(PendingTask(worker.local.pop()));
-      releaseQueued();
-    }
-    worker.localSize.store(0, std::memory_order_relaxed);
+    for (Ref<TaskCore> task; stealFrom(worker, task);)  // oldest first
+      into.push_back(PendingTask(std::move(task)));
   }
 }
 
@@ -802,7 +800,7 @@ PoolStats PoolImpl::statsLocked() const {
   s.queueSize = sharedQueuedLocked();
   s.localQueueSize = 0;
   for (const Worker& worker : workers_)
-    s.localQueueSize += worker.localSize.load(std::memory_order_relaxed);
+    s.localQueueSize += worker.local.size();
   s.queueCapacity = queueSpec_.capacity();
   s.rejectedCount = rejected_;
   s.discardedCount = discarded_;
