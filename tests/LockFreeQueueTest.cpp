@@ -1,0 +1,191 @@
+// The scheduler's two lock-free queues on their own, under contention: the
+// MPMC ring that takes submissions from outside the pool, and the Chase-Lev
+// deque behind each worker's local queue. Every value pushed is taken exactly
+// once (a ledger of counts per value), in FIFO order per producer for the
+// ring; sizes shrink under the sanitizers.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <latch>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "MpmcRing.h"
+#include "WorkStealingDeque.h"
+
+using coexec::detail::MpmcRing;
+using coexec::detail::WorkStealingDeque;
+
+namespace {
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr std::size_t kDivisor = 10;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+constexpr std::size_t kDivisor = 10;
+#else
+constexpr std::size_t kDivisor = 1;
+#endif
+#else
+constexpr std::size_t kDivisor = 1;
+#endif
+
+/// Consumers give up after this (a lost value would otherwise hang the test);
+/// the ledger then shows what is missing.
+constexpr auto kGiveUp = std::chrono::seconds(30);
+
+bool pastDeadline(std::chrono::steady_clock::time_point deadline) {
+  return std::chrono::steady_clock::now() >= deadline;
+}
+
+/// Values are encoded as pointers (the queues hold TaskCore*): never null.
+std::uintptr_t* encode(std::size_t value) { return reinterpret_cast<std::uintptr_t*>((value + 1) * 8); }
+std::size_t decode(std::uintptr_t* p) { return reinterpret_cast<std::size_t>(p) / 8 - 1; }
+
+}  // namespace
+
+TEST_CASE("MpmcRing: a full ring refuses, an empty one gives nothing, order is FIFO", "[lockfree][ring]") {
+  MpmcRing<std::uintptr_t*> ring(4);
+  std::uintptr_t* out = nullptr;
+  CHECK_FALSE(ring.tryPop(out));
+  for (std::size_t i = 0; i < 4; ++i)
+    REQUIRE(ring.tryPush(encode(i)));
+  CHECK_FALSE(ring.tryPush(encode(4)));
+  CHECK(ring.size() == 4);
+  for (std::size_t i = 0; i < 4; ++i) {
+    REQUIRE(ring.tryPop(out));
+    CHECK(decode(out) == i);
+  }
+  CHECK_FALSE(ring.tryPop(out));
+  CHECK(ring.empty());
+  // A claimed slot counts in size() but pops only once published.
+  std::size_t pos = 0;
+  REQUIRE(ring.tryClaim(pos));
+  CHECK(ring.size() == 1);
+  CHECK_FALSE(ring.tryPop(out));
+  ring.publish(pos, encode(7));
+  REQUIRE(ring.tryPop(out));
+  CHECK(decode(out) == 7);
+}
+
+TEST_CASE("MpmcRing: producers and consumers racing on a small ring lose and duplicate nothing", "[lockfree][ring]") {
+  constexpr std::size_t kProducers = 3;
+  constexpr std::size_t kConsumers = 3;
+  const std::size_t perProducer = 200'000 / kDivisor;
+  MpmcRing<std::uintptr_t*> ring(64);  // small: producers often find it full
+  std::vector<std::atomic<int>> taken(kProducers * perProducer);
+  std::atomic<std::size_t> consumed{0};
+  std::atomic<bool> outOfOrder{false};
+  const auto deadline = std::chrono::steady_clock::now() + kGiveUp;
+  std::latch go(kProducers + kConsumers);
+  std::vector<std::thread> threads;
+  for (std::size_t p = 0; p < kProducers; ++p) {
+    threads.emplace_back([&, p] {
+      go.arrive_and_wait();
+      for (std::size_t i = 0; i < perProducer; ++i) {
+        while (!ring.tryPush(encode(p * perProducer + i))) {
+          if (pastDeadline(deadline)) return;
+          std::this_thread::yield();
+        }
+      }
+    });
+  }
+  for (std::size_t c = 0; c < kConsumers; ++c) {
+    threads.emplace_back([&] {
+      go.arrive_and_wait();
+      // Per producer, the values one consumer sees must increase (FIFO).
+      std::vector<std::size_t> last(kProducers, 0);
+      std::vector<bool> seen(kProducers, false);
+      std::uintptr_t* out = nullptr;
+      while (consumed.load() < kProducers * perProducer && !pastDeadline(deadline)) {
+        if (!ring.tryPop(out)) {
+          std::this_thread::yield();
+          continue;
+        }
+        const std::size_t value = decode(out);
+        const std::size_t producer = value / perProducer;
+        if (seen[producer] && value <= last[producer]) outOfOrder = true;
+        seen[producer] = true;
+        last[producer] = value;
+        taken[value].fetch_add(1);
+        consumed.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads)
+    t.join();
+  CHECK_FALSE(outOfOrder.load());
+  CHECK(std::all_of(taken.begin(), taken.end(), [](const std::atomic<int>& n) { return n.load() == 1; }));
+  CHECK(ring.empty());
+}
+
+TEST_CASE("WorkStealingDeque: the owner pops newest first, thieves steal oldest first, it grows", "[lockfree][deque]") {
+  WorkStealingDeque<std::uintptr_t*> deque(2);
+  for (std::size_t i = 0; i < 10; ++i)
+    CHECK(deque.push(encode(i)) == i + 1);  // grows from 2 to 16
+  std::uintptr_t* out = nullptr;
+  REQUIRE(deque.steal(out) == WorkStealingDeque<std::uintptr_t*>::Steal::taken);
+  CHECK(decode(out) == 0);
+  REQUIRE(deque.pop(out));
+  CHECK(decode(out) == 9);
+  CHECK(deque.size() == 8);
+  for (std::size_t i = 8; i > 0; --i) {
+    REQUIRE(deque.pop(out));
+    CHECK(decode(out) == i);
+  }
+  CHECK_FALSE(deque.pop(out));
+  CHECK(deque.steal(out) == WorkStealingDeque<std::uintptr_t*>::Steal::empty);
+}
+
+TEST_CASE("WorkStealingDeque: an owner pushing and popping against thieves loses and duplicates nothing",
+          "[lockfree][deque]") {
+  constexpr std::size_t kThieves = 3;
+  const std::size_t total = 400'000 / kDivisor;
+  WorkStealingDeque<std::uintptr_t*> deque(4);  // small: it grows under the thieves
+  std::vector<std::atomic<int>> taken(total);
+  std::atomic<std::size_t> done{0};
+  const auto deadline = std::chrono::steady_clock::now() + kGiveUp;
+  std::latch go(kThieves + 1);
+  std::vector<std::thread> thieves;
+  for (std::size_t i = 0; i < kThieves; ++i) {
+    thieves.emplace_back([&] {
+      go.arrive_and_wait();
+      std::uintptr_t* out = nullptr;
+      while (done.load() < total && !pastDeadline(deadline)) {
+        if (deque.steal(out) == WorkStealingDeque<std::uintptr_t*>::Steal::taken) {
+          taken[decode(out)].fetch_add(1);
+          done.fetch_add(1);
+        }
+      }
+    });
+  }
+  go.arrive_and_wait();
+  // The owner pushes in bursts and pops some back, racing the thieves for
+  // the last element again and again.
+  std::uintptr_t* out = nullptr;
+  std::size_t next = 0;
+  while (next < total) {
+    const std::size_t burst = std::min<std::size_t>(1 + next % 7, total - next);
+    for (std::size_t i = 0; i < burst; ++i)
+      deque.push(encode(next++));
+    for (std::size_t i = 0; i < burst / 2 + 1; ++i) {
+      if (deque.pop(out)) {
+        taken[decode(out)].fetch_add(1);
+        done.fetch_add(1);
+      }
+    }
+  }
+  while (deque.pop(out)) {
+    taken[decode(out)].fetch_add(1);
+    done.fetch_add(1);
+  }
+  for (std::thread& t : thieves)
+    t.join();
+  CHECK(done.load() == total);
+  CHECK(std::all_of(taken.begin(), taken.end(), [](const std::atomic<int>& n) { return n.load() == 1; }));
+}
