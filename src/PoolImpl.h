@@ -74,6 +74,11 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   /// admission under the lock) use `outside_`, which also receives the counts
   /// of exited workers. stats() sums them under the pool's lock, the outcomes
   /// of every set before the task counts (see statsLocked()).
+  ///
+  /// A worker's set is written by that worker while it runs, with a plain
+  /// load and store (addOwn: no read-modify-write), and by the thread that
+  /// gives a parked or new worker its first task, under the pool's lock, with
+  /// a read-modify-write; the lock orders the two, so no update is lost.
   struct alignas(64) Counters {
     std::atomic<std::uint64_t> tasks{0};
     std::atomic<std::uint64_t> completed{0};
@@ -177,6 +182,11 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   std::condition_variable terminated_;     // awaitTermination()
 
   Counters outside_;  // see Counters
+  /// Adds `n` to a counter of the calling worker's own set (see Counters).
+  template <class T>
+  static void addOwn(std::atomic<T>& counter, T n, std::memory_order order) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + n, order);
+  }
   /// The counters the calling thread updates: its worker's, or outside_.
   Counters& countersHere() noexcept;
   // Workers spinning for work before they park. A submission wakes a parked

@@ -157,16 +157,16 @@ bool TaskCore::requestCancel() noexcept {
 
 void TaskCore::publish(std::uint32_t previous) noexcept {
   if ((previous & (kContinuation | kWaiters)) == 0) return;
-  // Keep the object alive across the notification: a waiter may release the
-  // last other reference as soon as it sees `done`.
-  addRef();
+  // A waiter or the continuation may release its reference as soon as it
+  // sees `done`; the settling thread holds one of its own (every settling
+  // path is called through a reference: see the header), so the object
+  // outlives this call.
   if ((previous & kWaiters) != 0) {
     WaitStripe& stripe = stripeOf(this);
     { std::lock_guard lock(stripe.mutex); }  // a waiter between its check and its wait holds the mutex
     stripe.done.notify_all();                // wakes the other tasks' waiters on this stripe too: they recheck
   }
   if ((previous & kContinuation) != 0) continuation_(continuationArg_);
-  release();
 }
 
 bool TaskCore::blockUntilDone(const Clock::time_point* deadline) {

@@ -325,11 +325,11 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
 }
 
 void PoolImpl::execute(Worker& worker, Work work) {
-  Counters& counters = worker.counters;
-  if (!work.counted) counters.active.fetch_add(1, std::memory_order_relaxed);
+  Counters& counters = worker.counters;  // this thread's own (see Counters)
+  if (!work.counted) addOwn<std::size_t>(counters.active, 1, std::memory_order_relaxed);
   if (work.continuation) {
     resume(work.continuation);
-    counters.active.fetch_sub(1, std::memory_order_relaxed);
+    addOwn<std::size_t>(counters.active, -1, std::memory_order_relaxed);
     return;
   }
   Ref<TaskCore> task = std::move(work.task);
@@ -340,7 +340,7 @@ void PoolImpl::execute(Worker& worker, Work work) {
     worker.current = task;
   }
   if (!task->tryStart()) {  // cancelled while queued
-    counters.cancelled.fetch_add(1, std::memory_order_release);
+    addOwn<std::uint64_t>(counters.cancelled, 1, std::memory_order_release);
   } else if (task->isCoroutine()) {
     const TaskInfo info{name_, worker.name, task->hasFuture(), task->priority()};
     bool started = true;
@@ -352,7 +352,7 @@ void PoolImpl::execute(Worker& worker, Work work) {
         task->failRunning(error);
         if (!task->hasFuture()) reportUncaught(error, info);
         started = false;
-        counters.failed.fetch_add(1, std::memory_order_release);
+        addOwn<std::uint64_t>(counters.failed, 1, std::memory_order_release);
       }
     }
     if (started) {
@@ -373,7 +373,7 @@ void PoolImpl::execute(Worker& worker, Work work) {
     worker.current = Ref<TaskCore>();
   }
   task = Ref<TaskCore>();  // user captures are destroyed here, outside every lock
-  counters.active.fetch_sub(1, std::memory_order_relaxed);
+  addOwn<std::size_t>(counters.active, -1, std::memory_order_relaxed);
 }
 
 PoolImpl::Counters& PoolImpl::countersHere() noexcept {
@@ -383,11 +383,15 @@ PoolImpl::Counters& PoolImpl::countersHere() noexcept {
 void PoolImpl::count(Outcome outcome) noexcept {
   // release: a stats() reader that sees the outcome sees the task's admission
   // (which happened before the task was handed to this thread).
-  Counters& counters = countersHere();
-  switch (outcome) {
-    case Outcome::completed: counters.completed.fetch_add(1, std::memory_order_release); break;
-    case Outcome::failed: counters.failed.fetch_add(1, std::memory_order_release); break;
-    case Outcome::cancelled: counters.cancelled.fetch_add(1, std::memory_order_release); break;
+  const bool own = tlsPool == this && tlsWorker != nullptr;
+  Counters& counters = own ? tlsWorker->counters : outside_;
+  std::atomic<std::uint64_t>& counter = outcome == Outcome::completed ? counters.completed
+                                        : outcome == Outcome::failed  ? counters.failed
+                                                                      : counters.cancelled;
+  if (own) {
+    addOwn<std::uint64_t>(counter, 1, std::memory_order_release);
+  } else {
+    counter.fetch_add(1, std::memory_order_release);  // outside_ has many writers
   }
 }
 
@@ -408,7 +412,7 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
     return false;
   }
   task.core_->owner = this;
-  worker->counters.tasks.fetch_add(1, std::memory_order_relaxed);  // before anyone can run it
+  addOwn<std::uint64_t>(worker->counters.tasks, 1, std::memory_order_relaxed);  // before anyone can run it
   // The seq_cst push, then seq_cst loads of searching_ and idleCount_: pairs
   // with a parking worker that stores idleCount_ and then reads every local
   // queue's size, and with a searcher that decrements searching_ before it

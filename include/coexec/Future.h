@@ -143,7 +143,9 @@ namespace detail {
 template <class R>
 class FutureAwaiter {
  public:
-  explicit FutureAwaiter(const Ref<ResultCore<R>>& core) : core_(core) {
+  // Borrows the Future's state: the awaited Future outlives its awaiter (an
+  // lvalue, or a temporary that lives to the end of the full expression).
+  explicit FutureAwaiter(const Ref<ResultCore<R>>& core) : core_(core.get()) {
     if (!core_) throw std::logic_error("coexec::Future: awaiting an empty Future (default-constructed or moved from)");
   }
   bool await_ready() const { return core_->isDone(); }
@@ -170,7 +172,7 @@ class FutureAwaiter {
     if (retained) scheduler->release();
   }
 
-  Ref<ResultCore<R>> core_;
+  ResultCore<R>* core_;
   Scheduler* scheduler_ = nullptr;
   bool retained_ = false;
   std::coroutine_handle<> awaiting_;

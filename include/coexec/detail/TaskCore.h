@@ -58,6 +58,11 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   TaskCore(bool hasFuture, bool wantsToken, int priority);
 
   // ---- runnable side (the pool, PendingTask) --------------------------------
+  //
+  // The functions that settle a task (run, failRunning, abandon,
+  // requestCancel, and a coroutine task's completion) must be called by a
+  // thread that holds a reference to it: waiters and the continuation may
+  // drop theirs as soon as it is done.
 
   /// queued -> running. False if the task has already settled (cancelled or
   /// abandoned): it must then not run.
