@@ -46,6 +46,13 @@ class ResumeOnAwaiter;
 /// counts local and shared tasks together; when it is reached, such a task
 /// takes the routing above. See docs/executor.md.
 ///
+/// Threads: submissions to a bounded() or unbounded() queue, from anywhere,
+/// take no lock while the pool has at least corePoolSize threads (a
+/// lock-free ring for outside submissions, a work-stealing deque for the
+/// pool's own threads), and make no system call while a worker is awake. A
+/// worker that runs out of work spins for about 20 us before it parks; a
+/// parked pool uses no CPU. See docs/performance.md.
+///
 /// Nothing is lost: every admitted task ends completed, failed, cancelled,
 /// discarded (discardOldest's victims) or returned by shutdownNow(); every
 /// rejected one is counted and its Future, if any, settles. See PoolStats for
@@ -141,7 +148,10 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// queue order; requests cancellation of the running ones (through their
   /// CancellationToken; a task that ignores it runs to the end). Never blocks
   /// for the tasks. The returned tasks are the caller's: run them, or drop
-  /// them (their Futures then report BrokenPromise). See "Lifecycle".
+  /// them (their Futures then report BrokenPromise). A task that a pool
+  /// thread forks onto its local queue at the very moment of the call is
+  /// either returned or run by that thread, like a task a worker had just
+  /// dequeued. See "Lifecycle".
   std::vector<PendingTask> shutdownNow();
 
   /// Blocks until the pool is TERMINATED or `timeout` passes; true if
