@@ -527,7 +527,7 @@ inline int reportMain(int argc, char** argv, const std::vector<Goal>& goals) {
     goalLines.push_back(fmt::format("{}  {}: {}", g.lo <= value && value <= g.hi ? "MET " : "MISS", g.text, what));
   }
   if (!goalLines.empty()) {
-    fmt::print("\nGoals (issue 4), on medians:\n");
+    fmt::print("\nGoals of the scheduler work, on medians:\n");
     for (const auto& g : goalLines)
       fmt::print("  {}\n", g);
   }
@@ -580,7 +580,7 @@ inline int reportMain(int argc, char** argv, const std::vector<Goal>& goals) {
       }
     }
     if (!goalLines.empty()) {
-      md << "\nGoals (issue 4), on medians:\n\n";
+      md << "\nGoals of the scheduler work, on medians:\n\n";
       for (const auto& g : goalLines)
         md << "- " << g << "\n";
     }

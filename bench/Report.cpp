@@ -1,5 +1,5 @@
 // Turns the samples of one bench/run.sh session into the ratio table, the
-// goals of issue 4, bench results.csv, docs/perf/latest.md and latest.svg.
+// scheduler goals, bench results.csv, docs/perf/latest.md and latest.svg.
 // Usage: bench_report <samples.csv> <results.csv> <latest.md> <latest.svg>
 
 #include <limits>

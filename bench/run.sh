@@ -136,9 +136,24 @@ export BENCH_MACHINE BENCH_COMMAND
   echo "- \`alloc\`: global operator new calls per operation on coexec (bench_alloc, counting operator new);"
   echo "- \`W1.1 callgrind\`: callgrind instructions per task, W1 with 1 worker and 100,000 tasks, over the timed region."
 } >>"$root/docs/perf/latest.md"
+
+# The README and docs/performance.md carry the latest table, goals and chart
+# between their `<!-- bench:begin -->` and `<!-- bench:end -->` lines.
+splice() {
+  local target=$1 chart=$2 block
+  block=$(awk '/^Machine:/ { on = 1 } on { print } /^!\[chart\]/ { exit }' "$root/docs/perf/latest.md" |
+    sed "s|^!\[chart\](latest.svg)|![chart]($chart)|")
+  awk -v block="$block" '
+    /^<!-- bench:begin -->/ { print; print block; skip = 1; next }
+    /^<!-- bench:end -->/ { skip = 0 }
+    !skip { print }' "$target" >"$target.tmp" && mv "$target.tmp" "$target"
+}
+splice "$root/README.md" docs/perf/latest.svg
+splice "$root/docs/performance.md" perf/latest.svg
+
 echo
 echo "Machine: $BENCH_MACHINE"
-echo "Wrote $bin/results.csv, $samples, docs/perf/latest.md, docs/perf/latest.svg ($((SECONDS - start)) s in all)"
+echo "Wrote $bin/results.csv, $samples, docs/perf/latest.md, docs/perf/latest.svg, and the table in README.md and docs/performance.md ($((SECONDS - start)) s in all)"
 if ((failures > 0)); then
   echo "run.sh: $failures benchmark run(s) failed; see $log" >&2
   exit 1
