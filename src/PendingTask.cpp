@@ -16,7 +16,7 @@ void PendingTask::run() {
   detail::Ref<detail::TaskCore> core = std::move(core_);
   if (!core->tryStart()) return;  // cancelled meanwhile
   if (core->isCoroutine()) {
-    core->startCoroutine(nullptr);  // returns at the coroutine's first suspension
+    core.detach()->startCoroutine(nullptr);  // hands over our reference; returns at the first suspension
     return;
   }
   detail::RunResult result = core->run();

@@ -363,7 +363,9 @@ void PoolImpl::execute(Worker& worker, Work work) {
         std::lock_guard lock(inFlightMutex_);
         inFlightTasks_.push_back(task.get());
       }
-      task->startCoroutine(this);  // counted by coroutineFinished(), maybe before this returns
+      // Hands over our reference. Counted by coroutineFinished(), maybe
+      // before this returns.
+      task.detach()->startCoroutine(this);
     }
   } else {
     count(runTask(worker, *task).outcome);

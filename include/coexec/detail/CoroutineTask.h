@@ -58,7 +58,8 @@ class CoroutineTask final : public ResultCore<R> {
 
   void startCoroutine(CoroutineObserver* observer) noexcept override {
     observer_ = observer;
-    this->addRef();  // held until complete(): the coroutine may outlive every other owner
+    // The caller's reference is ours now, until complete(): the coroutine may
+    // outlive every other owner.
     if constexpr (kIsCallable) {
       try {
         if constexpr (kTakesToken<Source>) {

@@ -74,8 +74,10 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// True for a task whose body is a coroutine (it may finish after the call
   /// that starts it returns).
   [[nodiscard]] virtual bool isCoroutine() const noexcept { return false; }
-  /// Starts a coroutine task; precondition: tryStart() returned true. The task
-  /// publishes its result when the coroutine finishes and then tells
+  /// Starts a coroutine task; precondition: tryStart() returned true, and the
+  /// caller hands over one reference it holds (call it through
+  /// Ref::detach()): the task keeps it until the coroutine has finished. The
+  /// task publishes its result when the coroutine finishes and then tells
   /// `observer` (if any). Returns when the coroutine first suspends or
   /// finishes. Never throws.
   virtual void startCoroutine(CoroutineObserver* /*observer*/) noexcept {}
