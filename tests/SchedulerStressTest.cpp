@@ -235,8 +235,11 @@ TEST_CASE("stealing races shutdownNow: every forked task either ran once or was 
       forker.spawn();
     });
     REQUIRE(started.waitFor(1));
-    // Stop at a random moment of the fork storm.
-    std::this_thread::sleep_for(std::chrono::microseconds(random() % 400));
+    // Stop once a random share of the storm has been forked (or all of it):
+    // the stop lands while tasks sit in both workers' queues.
+    const std::size_t stopAt = random() % kTasks;
+    while (nextId.load() < stopAt)
+      std::this_thread::yield();
     std::vector<PendingTask> returned = pool.shutdownNow();
     REQUIRE(pool.awaitTermination(kLong));
     const std::size_t ranOnce = ledger.count(1);
