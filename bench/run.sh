@@ -76,7 +76,7 @@ done
 
 t0=$SECONDS
 for impl in "${impls[@]}"; do measure 1 "$impl" "$impl" idle 1 "$scale"; done
-measure 1 alloc coexec alloc 1 "$scale"
+measure 1 alloc coexec alloc "$runs" "$scale"  # median of the runs: a growth event in one is not the steady state
 printf '  %-9s %3d s\n' "idle+alloc" $((SECONDS - t0))
 
 # Callgrind: instructions per task for W1 with 1 worker, 100,000 tasks (the

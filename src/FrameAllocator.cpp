@@ -1,5 +1,6 @@
 #include "coexec/detail/FrameAllocator.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -26,9 +27,12 @@ namespace {
 constexpr std::size_t kMinClassShift = 6;   // 64-byte blocks, header included
 constexpr std::size_t kMaxClassShift = 12;  // 4 KiB
 constexpr std::size_t kClasses = kMaxClassShift - kMinClassShift + 1;
-constexpr std::size_t kHeader = 16;
-constexpr std::size_t kSpareOnGrowth =
-    3;  // extra blocks taken when a class runs dry  // keeps the payload aligned to 16 (max_align_t)
+constexpr std::size_t kHeader = 16;  // keeps the payload aligned to 16 (max_align_t)
+// When a class runs dry, the cache takes spare blocks with the one it needs:
+// an eighth of what it has taken so far, at least kMinSpares (geometric
+// growth, like a vector's: a peak slightly above the last one, a thread
+// preempted at the wrong moment, finds its block already there).
+constexpr std::size_t kMinSpares = 3;
 
 struct Cache;
 
@@ -54,6 +58,7 @@ struct Cache {
   // Touched only by the owning thread.
   std::array<FreeBlock*, kClasses> heads{};
   std::array<std::size_t, kClasses> counts{};
+  std::array<std::size_t, kClasses> taken{};  // blocks ever taken from the global allocator
   // Blocks other threads freed; pushed by anyone, taken whole by the owner.
   std::array<std::atomic<FreeBlock*>, kClasses> returned{};
 
@@ -154,15 +159,17 @@ void* FrameAllocator::allocate(std::size_t size) {
   } else {
     const std::size_t blockSize = std::size_t{1} << (c + kMinClassShift);
     header = static_cast<Header*>(::operator new(blockSize));
-    // The class ran dry: more blocks are live than ever before. Keep a few
-    // spares, so that a peak one or two blocks higher later (a thread
-    // preempted at the wrong moment) does not reach the global allocator.
-    for (std::size_t i = 0; i < kSpareOnGrowth && cache.counts[c] < kMaxCachedPerClass; ++i) {
+    ++cache.taken[c];
+    // The class ran dry: more blocks are live than ever before. Take spares
+    // (see kMinSpares).
+    const std::size_t spares = std::max(kMinSpares, cache.taken[c] / 8);
+    for (std::size_t i = 0; i < spares && cache.counts[c] < kMaxCachedPerClass; ++i) {
       auto* spare = static_cast<FreeBlock*>(::operator new(blockSize, std::nothrow));
       if (spare == nullptr) break;
       spare->next = cache.heads[c];
       cache.heads[c] = spare;
       ++cache.counts[c];
+      ++cache.taken[c];
     }
   }
   header->owner = &cache;
