@@ -104,7 +104,7 @@ void allocations(bench::Run& run) {
   run.record("execute 64 B callable", "allocs/op", lower, perExecute<64>(pool, ops, kWindow));
   // One burst of `ops` executes: the queue grows as deep as the producer
   // outruns the workers (with the lock-free submit path, tens of thousands).
-  run.record("execute 48 B, one burst", "allocs/op", lower, perExecute<48>(pool, ops, ops));
+  run.record("execute 48 B in one burst", "allocs/op", lower, perExecute<48>(pool, ops, ops));
   const std::size_t batches = (ops + 63) / 64;
   run.record("submit + get", "allocs/op", lower, allocationsPer(batches * 64, [&](std::size_t n) {
                for (std::size_t i = 0; i < n; i += 64) {
