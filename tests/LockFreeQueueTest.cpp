@@ -16,24 +16,13 @@
 #include <catch2/catch.hpp>
 
 #include "MpmcRing.h"
+#include "TestSupport.h"
 #include "WorkStealingDeque.h"
 
 using coexec::detail::MpmcRing;
 using coexec::detail::WorkStealingDeque;
 
 namespace {
-
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr std::size_t kDivisor = 10;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-constexpr std::size_t kDivisor = 10;
-#else
-constexpr std::size_t kDivisor = 1;
-#endif
-#else
-constexpr std::size_t kDivisor = 1;
-#endif
 
 /// Consumers give up after this (a lost value would otherwise hang the test);
 /// the ledger then shows what is missing.
@@ -76,7 +65,7 @@ TEST_CASE("MpmcRing: a full ring refuses, an empty one gives nothing, order is F
 TEST_CASE("MpmcRing: producers and consumers racing on a small ring lose and duplicate nothing", "[lockfree][ring]") {
   constexpr std::size_t kProducers = 3;
   constexpr std::size_t kConsumers = 3;
-  const std::size_t perProducer = 200'000 / kDivisor;
+  const std::size_t perProducer = coexec::test::stressSize(200'000, 10);
   MpmcRing<std::uintptr_t*> ring(64);  // small: producers often find it full
   std::vector<std::atomic<int>> taken(kProducers * perProducer);
   std::atomic<std::size_t> consumed{0};
@@ -145,7 +134,7 @@ TEST_CASE("WorkStealingDeque: the owner pops newest first, thieves steal oldest 
 TEST_CASE("WorkStealingDeque: an owner pushing and popping against thieves loses and duplicates nothing",
           "[lockfree][deque]") {
   constexpr std::size_t kThieves = 3;
-  const std::size_t total = 400'000 / kDivisor;
+  const std::size_t total = coexec::test::stressSize(400'000, 10);
   WorkStealingDeque<std::uintptr_t*> deque(4);  // small: it grows under the thieves
   std::vector<std::atomic<int>> taken(total);
   std::atomic<std::size_t> done{0};

@@ -34,19 +34,7 @@ using coexec::test::kLong;
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr std::size_t kSanitizerDivisor = 20;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-constexpr std::size_t kSanitizerDivisor = 20;
-#else
-constexpr std::size_t kSanitizerDivisor = 1;
-#endif
-#else
-constexpr std::size_t kSanitizerDivisor = 1;
-#endif
-
-constexpr std::size_t scaled(std::size_t n) { return std::max<std::size_t>(n / kSanitizerDivisor, 1); }
+constexpr std::size_t scaled(std::size_t n) { return coexec::test::stressSize(n, 20); }
 
 /// How often each task of a round ran: the ledger.
 struct Ledger {

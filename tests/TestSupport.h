@@ -19,6 +19,26 @@ namespace coexec::test {
 /// The limit for "eventually" (the JDK's LONG_DELAY_MS).
 inline constexpr std::chrono::milliseconds kLong{10'000};
 
+/// True in builds with AddressSanitizer or ThreadSanitizer (GCC defines
+/// __SANITIZE_*__, clang answers __has_feature), which slow every atomic
+/// operation and allocation by an order of magnitude.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
+/// A stress loop's size: `n`, or `n / divisor` (at least 1) under the sanitizers.
+constexpr std::size_t stressSize(std::size_t n, std::size_t divisor) {
+  return kSanitized ? (n / divisor > 0 ? n / divisor : 1) : n;
+}
+
 /// A one-shot gate: tasks wait() on it until the test open()s it.
 ///
 /// Declare the gate before the pool (so it outlives every task that waits on
