@@ -424,7 +424,14 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   // passed the check above just before it is either drained or, if it lands
   // after the drain, run by this worker (which pops its own queue before it
   // can exit), like a task a worker dequeued just before the drain.
-  const std::size_t queued = worker->local.push(task.core_.get());
+  std::size_t queued = 0;
+  try {
+    queued = worker->local.push(task.core_.get());  // throws only if its array cannot grow
+  } catch (...) {
+    addOwn<std::uint64_t>(worker->counters.tasks, -1, std::memory_order_relaxed);
+    releaseQueued();
+    throw;
+  }
   task.core_.detach();  // the queue holds the reference now
   if (searching_.load(std::memory_order_seq_cst) > 0) {
     // Tell the searcher only when there is more than this worker will take
