@@ -28,10 +28,12 @@ constexpr std::size_t kMinClassShift = 6;   // 64-byte blocks, header included
 constexpr std::size_t kMaxClassShift = 12;  // 4 KiB
 constexpr std::size_t kClasses = kMaxClassShift - kMinClassShift + 1;
 constexpr std::size_t kHeader = 16;  // keeps the payload aligned to 16 (max_align_t)
-// When a class runs dry, the cache takes spare blocks with the one it needs:
-// an eighth of what it has taken so far, at least kMinSpares (geometric
-// growth, like a vector's: a peak slightly above the last one, a thread
-// preempted at the wrong moment, finds its block already there).
+// When a class runs dry (free list and return stack empty), the cache takes
+// spare blocks with the one it needs: an eighth of what it has taken so far,
+// at least kMinSpares (geometric growth, like a vector's). They wait in a
+// reserve used only when the list and the return stack are empty again, so a
+// peak slightly above the last one (a thread preempted at the wrong moment)
+// finds its block there, and blocks coming back are reused first.
 constexpr std::size_t kMinSpares = 3;
 
 struct Cache;
@@ -58,7 +60,8 @@ struct Cache {
   // Touched only by the owning thread.
   std::array<FreeBlock*, kClasses> heads{};
   std::array<std::size_t, kClasses> counts{};
-  std::array<std::size_t, kClasses> taken{};  // blocks ever taken from the global allocator
+  std::array<std::size_t, kClasses> taken{};   // blocks ever taken from the global allocator
+  std::array<FreeBlock*, kClasses> reserve{};  // spares (see kMinSpares)
   // Blocks other threads freed; pushed by anyone, taken whole by the owner.
   std::array<std::atomic<FreeBlock*>, kClasses> returned{};
 
@@ -156,31 +159,27 @@ void* FrameAllocator::allocate(std::size_t size) {
     cache.heads[c] = block->next;
     --cache.counts[c];
     header = reinterpret_cast<Header*>(block);
+  } else if (FreeBlock* spare = cache.reserve[c]) {
+    cache.reserve[c] = spare->next;
+    header = reinterpret_cast<Header*>(spare);
   } else {
+    // The class ran dry: more blocks are live than ever before. Take spares
+    // into the reserve (see kMinSpares).
     const std::size_t blockSize = std::size_t{1} << (c + kMinClassShift);
     header = static_cast<Header*>(::operator new(blockSize));
     ++cache.taken[c];
-    // The class ran dry: more blocks are live than ever before. Take spares
-    // (see kMinSpares).
     const std::size_t spares = std::max(kMinSpares, cache.taken[c] / 8);
-    for (std::size_t i = 0; i < spares && cache.counts[c] < kMaxCachedPerClass; ++i) {
-      auto* spare = static_cast<FreeBlock*>(::operator new(blockSize, std::nothrow));
-      if (spare == nullptr) break;
-      spare->next = cache.heads[c];
-      cache.heads[c] = spare;
-      ++cache.counts[c];
+    for (std::size_t i = 0; i < spares; ++i) {
+      auto* extra = static_cast<FreeBlock*>(::operator new(blockSize, std::nothrow));
+      if (extra == nullptr) break;
+      extra->next = cache.reserve[c];
+      cache.reserve[c] = extra;
       ++cache.taken[c];
     }
   }
   header->owner = &cache;
   header->cls = static_cast<std::uint32_t>(c);
   return payloadOf(header);
-}
-
-std::size_t FrameAllocator::cachedBlocks(std::size_t size) noexcept {
-  const std::size_t c = classOf(size + kHeader);
-  if (c >= kClasses || cacheGone || threadCache.cache == nullptr) return 0;
-  return threadCache.cache->counts[c];
 }
 
 void FrameAllocator::deallocate(void* block, std::size_t /*size*/) noexcept {

@@ -205,12 +205,12 @@ TEST_CASE("blocks larger than the largest size class go to the global allocator"
 }
 
 TEST_CASE("a block freed on another thread returns to the thread that allocated it", "[frame][allocator]") {
-  // Take a block, then drain this thread's list of its class, so that the next allocation must
+  // Drain this thread's list of the class first, so the next allocation must
   // come from what other threads returned (or from the global allocator).
-  void* block = FrameAllocator::allocate(200);
   std::vector<void*> held;
-  while (FrameAllocator::cachedBlocks(200) > 0)
+  for (int i = 0; i < 4; ++i)
     held.push_back(FrameAllocator::allocate(200));
+  void* block = FrameAllocator::allocate(200);
   std::size_t freedGlobally = 1;
   std::thread other([&] {
     AllocationCount count;

@@ -15,9 +15,10 @@ namespace coexec::detail {
 /// allocator); freed on another thread it is pushed, lock-free, onto its
 /// owner's return stack, which the owner drains when its list runs dry. When
 /// that stack is empty too (more blocks live than ever before), it takes a
-/// few spare blocks along with the one it needs, so that a later peak slightly
-/// higher does not reach the global allocator again. The cache of an exited
-/// thread is adopted by the next new thread.
+/// reserve of spare blocks along with the one it needs (an eighth of what it
+/// has taken, at least three), used only when list and stack are empty again,
+/// so that a later peak slightly higher does not reach the global allocator.
+/// The cache of an exited thread is adopted by the next new thread.
 ///
 /// Thread safety: every function may be called from any thread.
 struct COEXEC_EXPORT FrameAllocator {
@@ -26,9 +27,6 @@ struct COEXEC_EXPORT FrameAllocator {
   static void* allocate(std::size_t size);
   /// `size` must be the size given to allocate(). Never throws.
   static void deallocate(void* block, std::size_t size) noexcept;
-  /// Blocks of `size`'s class in the calling thread's free list (not counting
-  /// its return stack): for tests and diagnostics. Never throws.
-  static std::size_t cachedBlocks(std::size_t size) noexcept;
 };
 
 /// Base for types whose instances come from the FrameAllocator.
