@@ -16,6 +16,7 @@
 
 #include <coexec/coexec.h>
 
+#include "CoexecTasks.h"
 #include "Harness.h"
 
 namespace {
@@ -42,6 +43,8 @@ void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::fre
 namespace {
 
 using namespace std::chrono_literals;
+using bench::fib;
+using bench::hops;
 using coexec::Future;
 using coexec::Task;
 using coexec::ThreadPoolExecutor;
@@ -76,19 +79,6 @@ double perExecute(ThreadPoolExecutor& pool, std::size_t ops, std::size_t window)
       done.wait();
     }
   });
-}
-
-Task<void> hops(ThreadPoolExecutor& pool, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i)
-    co_await coexec::resumeOn(pool);
-}
-
-Task<long> fib(ThreadPoolExecutor& pool, int n) {
-  if (n < 2) co_return n;
-  Future<long> a = pool.submit(fib(pool, n - 1));
-  Future<long> b = pool.submit(fib(pool, n - 2));
-  const long x = co_await a;
-  co_return x + co_await b;
 }
 
 std::size_t fibCalls(int n) { return n < 2 ? 1 : 1 + fibCalls(n - 1) + fibCalls(n - 2); }

@@ -6,11 +6,14 @@
 
 #include <coexec/coexec.h>
 
+#include "CoexecTasks.h"
 #include "Harness.h"
 
 namespace {
 
 using namespace std::chrono_literals;
+using bench::fib;
+using bench::hops;
 using coexec::Future;
 using coexec::RejectionPolicy;
 using coexec::Task;
@@ -55,12 +58,7 @@ void fanOutFanIn(bench::Run& run) {
   run.rounds(run.count(1'000), [&] { coexec::syncWait(fanOut(p.pool, work)); });
 }
 
-// W3: a coroutine hopping through the pool it runs on.
-Task<void> hops(ThreadPoolExecutor& pool, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i)
-    co_await coexec::resumeOn(pool);
-}
-
+// W3: a coroutine hopping through the pool it runs on (bench::hops).
 void coroutineHops(bench::Run& run) {
   Pool p(2);
   const std::size_t n = run.count(200'000);
@@ -93,15 +91,7 @@ void taskChain(bench::Run& run) {
   });
 }
 
-// W4: fork/join fib: every call with n >= 2 submits both children and awaits them.
-Task<long> fib(ThreadPoolExecutor& pool, int n) {
-  if (n < 2) co_return n;
-  Future<long> a = pool.submit(fib(pool, n - 1));
-  Future<long> b = pool.submit(fib(pool, n - 2));
-  const long x = co_await a;
-  co_return x + co_await b;
-}
-
+// W4: fork/join fib (bench::fib).
 void forkJoin(bench::Run& run) {
   Pool p(2);
   const int depth = run.depth(25);
