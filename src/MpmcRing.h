@@ -98,6 +98,25 @@ class MpmcRing {
   }
   [[nodiscard]] bool empty() const noexcept { return size() == 0; }
 
+  /// The number of values in the ring at one instant during the call (claimed
+  /// pushes minus claimed pops), for reports: unlike size(), which reads head
+  /// and then tail and so may count pops and pushes from two moments (more
+  /// than the ring ever held), it reads the tail between two reads of the
+  /// head and retries until the head did not move, so the head it uses was
+  /// the head when the tail was read. Any thread; lock-free, not wait-free
+  /// (under a stream of pops it retries a bounded number of times, then
+  /// answers the smaller, never the larger, of the possible counts).
+  [[nodiscard]] std::size_t sizeAtOneInstant() const noexcept {
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      const std::size_t head = head_.load(std::memory_order_seq_cst);
+      const std::size_t tail = tail_.load(std::memory_order_seq_cst);
+      if (head_.load(std::memory_order_seq_cst) == head) return tail > head ? tail - head : 0;
+    }
+    const std::size_t tail = tail_.load(std::memory_order_seq_cst);
+    const std::size_t head = head_.load(std::memory_order_seq_cst);  // later: never over-counts
+    return tail > head ? tail - head : 0;
+  }
+
  private:
   struct Slot {
     std::atomic<std::size_t> sequence;

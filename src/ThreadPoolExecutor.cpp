@@ -810,10 +810,15 @@ PoolStats PoolImpl::statsLocked() const {
   s.poolSize = workers_.size();
   s.activeCount = static_cast<std::size_t>(sum(&Counters::active, std::memory_order_relaxed));
   s.largestPoolSize = largestPoolSize_;
-  s.queueSize = sharedQueuedLocked();
+  // Each queue's size at one instant (sizeAtOneInstant, not size(), which
+  // may count a ring's pops and pushes from two moments and so report more
+  // than the ring ever held). The queues are read one after another while
+  // workers pop without the lock, so queueSize and each local queue are
+  // exact at their own instants, not at one common instant (see PoolStats).
+  s.queueSize = queue_.size() + (inject_ ? inject_->sizeAtOneInstant() : 0);
   s.localQueueSize = 0;
   for (const Worker& worker : workers_)
-    s.localQueueSize += worker.local.size();
+    s.localQueueSize += worker.local.sizeAtOneInstant();
   s.queueCapacity = queueSpec_.capacity();
   s.rejectedCount = rejected_;
   s.discardedCount = discarded_;

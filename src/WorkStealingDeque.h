@@ -90,6 +90,23 @@ class WorkStealingDeque {
     return b > t ? static_cast<std::size_t>(b - t) : 0;
   }
 
+  /// Any thread. The number of values at one instant during the call, for
+  /// reports: size() reads top and then bottom, so a steal in between makes
+  /// it count values from two moments. This reads bottom between two reads
+  /// of top (which only grows) and retries until top did not move; after a
+  /// bounded number of tries it answers a count that never exceeds the real
+  /// one at the moment bottom was read.
+  [[nodiscard]] std::size_t sizeAtOneInstant() const noexcept {
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      const std::int64_t t = top_.load(std::memory_order_seq_cst);
+      const std::int64_t b = bottom_.load(std::memory_order_seq_cst);
+      if (top_.load(std::memory_order_seq_cst) == t) return b > t ? static_cast<std::size_t>(b - t) : 0;
+    }
+    const std::int64_t b = bottom_.load(std::memory_order_seq_cst);
+    const std::int64_t t = top_.load(std::memory_order_seq_cst);
+    return b > t ? static_cast<std::size_t>(b - t) : 0;
+  }
+
  private:
   struct Array {
     explicit Array(std::size_t n) : capacity(n), slots(new std::atomic<T>[n]) {}

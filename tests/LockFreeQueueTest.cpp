@@ -178,3 +178,98 @@ TEST_CASE("WorkStealingDeque: an owner pushing and popping against thieves loses
   CHECK(done.load() == total);
   CHECK(std::all_of(taken.begin(), taken.end(), [](const std::atomic<int>& n) { return n.load() == 1; }));
 }
+
+namespace {
+
+/// Samples `sizeOf()` while two threads keep a queue near full, each pushing
+/// one value and, if the push succeeded, popping one; returns the largest
+/// size seen.
+template <class Queue, class Push, class Pop, class Size>
+std::size_t largestSizeSeen(Queue& queue, Push push, Pop pop, Size sizeOf, std::size_t samples) {
+  std::atomic<bool> done{false};
+  std::latch go(3);
+  std::vector<std::thread> churners;
+  for (int i = 0; i < 2; ++i) {
+    churners.emplace_back([&] {
+      go.arrive_and_wait();
+      while (!done.load(std::memory_order_relaxed)) {
+        if (push(queue)) pop(queue);
+      }
+    });
+  }
+  std::size_t largest = 0;
+  go.arrive_and_wait();
+  for (std::size_t i = 0; i < samples; ++i)
+    largest = std::max(largest, sizeOf(queue));
+  done = true;
+  for (std::thread& t : churners)
+    t.join();
+  return largest;
+}
+
+}  // namespace
+
+TEST_CASE("MpmcRing: sizeAtOneInstant never reports more than the ring holds while pushes and pops race",
+          "[lockfree][ring][stats]") {
+  // size() reads head, then tail: a reader delayed between the two counts the
+  // pops before it and the pushes after it, and reported up to 11 queued
+  // tasks on a bounded(8) pool (stats().queueSize). The ring here holds at
+  // most 8 values: 6 prefilled, and each churner pushes one and pops one.
+  constexpr std::size_t kCapacity = 8;
+  MpmcRing<std::uintptr_t*> ring(kCapacity);
+  for (std::size_t i = 0; i < kCapacity - 2; ++i)
+    REQUIRE(ring.tryPush(encode(i)));
+  std::atomic<std::size_t> pushed{0};
+  auto push = [&](MpmcRing<std::uintptr_t*>& r) {
+    // A push may fail while a pop of its slot is half done: then no pop.
+    if (!r.tryPush(encode(0))) return false;
+    pushed.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  };
+  auto pop = [](MpmcRing<std::uintptr_t*>& r) {
+    std::uintptr_t* out = nullptr;
+    while (!r.tryPop(out)) {
+    }
+  };
+  const std::size_t largest = largestSizeSeen(
+      ring, push, pop, [](const MpmcRing<std::uintptr_t*>& r) { return r.sizeAtOneInstant(); },
+      coexec::test::stressSize(2'000'000, 10));
+  INFO("pushes " << pushed.load());
+  CHECK(largest <= kCapacity);
+}
+
+TEST_CASE("WorkStealingDeque: sizeAtOneInstant never reports more than the deque holds while thieves race",
+          "[lockfree][deque][stats]") {
+  // The owner is the reader here (push/pop are owner-only); two thieves steal
+  // while the owner refills, so top moves under the reader.
+  WorkStealingDeque<std::uintptr_t*> deque(8);
+  constexpr std::size_t kMax = 6;
+  std::atomic<bool> done{false};
+  std::latch go(3);
+  std::vector<std::thread> thieves;
+  for (int i = 0; i < 2; ++i) {
+    thieves.emplace_back([&] {
+      go.arrive_and_wait();
+      std::uintptr_t* out = nullptr;
+      while (!done.load(std::memory_order_relaxed))
+        (void)deque.steal(out);
+    });
+  }
+  std::atomic<std::size_t> largest{0};
+  std::thread observer([&] {
+    go.arrive_and_wait();
+    std::size_t seen = 0;
+    while (!done.load(std::memory_order_relaxed))
+      seen = std::max(seen, deque.sizeAtOneInstant());
+    largest = seen;
+  });
+  const std::size_t rounds = coexec::test::stressSize(2'000'000, 10);
+  for (std::size_t i = 0; i < rounds; ++i) {
+    if (deque.size() < kMax) deque.push(encode(i));
+  }
+  done = true;
+  for (std::thread& t : thieves)
+    t.join();
+  observer.join();
+  CHECK(largest.load() <= kMax);
+}

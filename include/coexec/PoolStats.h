@@ -23,8 +23,22 @@ enum class PoolState : std::uint8_t {
 /// "RUNNING", "SHUTDOWN", "STOP" or "TERMINATED". Never blocks, never throws.
 COEXEC_EXPORT std::string_view toString(PoolState state) noexcept;
 
-/// A snapshot of a pool's sizes and counters, taken under the pool's lock so
-/// that the numbers are consistent with one another.
+/// A snapshot of a pool's sizes and counters, taken by stats() under the
+/// pool's lock. What is consistent, and when:
+///
+/// - The sizes and the lifecycle fields (`state`, `corePoolSize`,
+///   `maximumPoolSize`, `poolSize`, `largestPoolSize`, `queueCapacity`,
+///   `rejectedCount`, `discardedCount`, `drainedCount`) change only under
+///   that lock: they are one instant's.
+/// - The task counters are updated by the workers without the lock and
+///   summed per worker: each outcome counted was admitted before, so the
+///   outcomes never add up to more than `taskCount`, and no counter goes
+///   down from one snapshot to the next; `activeCount` never exceeds
+///   `poolSize`.
+/// - `queueSize` and each local queue's size are exact at their own instant
+///   during the call (workers take tasks without the lock); for bounded(n)
+///   each is at most n, but under load their sum may count a task and the
+///   subtask it submitted from two different instants.
 ///
 /// The ledger: once a pool is quiescent (no task running or queued),
 /// `taskCount == completedTaskCount + failedCount + cancelledCount +

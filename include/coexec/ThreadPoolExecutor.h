@@ -199,8 +199,10 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// their slot until a thread skips them) and returns how many. O(queue).
   std::size_t purge();
 
-  /// A consistent snapshot of sizes and counters. Never blocks for long
-  /// (takes the pool's lock). O(1).
+  /// A snapshot of sizes and counters; PoolStats says which figures are one
+  /// instant's and which are each exact at their own. Never blocks for long
+  /// (takes the pool's lock, which admission's slow path and the workers'
+  /// parking also take). O(threads): it sums per-worker counters.
   [[nodiscard]] PoolStats stats() const;
 
  private:
