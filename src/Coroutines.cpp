@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -26,11 +27,19 @@ namespace {
 /// the coroutine on the running thread. If it settles without running
 /// (rejected, discarded, dropped after shutdownNow), the coroutine is resumed
 /// with that error instead: never left suspended.
+///
+/// A hop that runs on the very thread that is suspending the coroutine
+/// (callerRuns, or a custom policy that runs the task in the caller) runs
+/// inside await_suspend: resuming the coroutine there would nest its rest
+/// in this call, and the next refused hop would nest again (the stack grows
+/// with every hop). Instead the hop marks itself kRanInline and await_suspend
+/// returns false, so the coroutine goes on from its own frame.
 class HopTask final : public TaskCore {
  public:
-  enum : int { kSuspending = 0, kSuspended = 1, kFailedEarly = 2 };
+  enum : int { kSuspending = 0, kSuspended = 1, kFailedEarly = 2, kRanInline = 3 };
 
-  explicit HopTask(std::coroutine_handle<> coroutine) : TaskCore(/*hasFuture=*/true, false, 0), coroutine_(coroutine) {
+  explicit HopTask(std::coroutine_handle<> coroutine)
+      : TaskCore(/*hasFuture=*/true, false, 0), coroutine_(coroutine), suspender_(std::this_thread::get_id()) {
     setContinuation(&HopTask::onSettled, this);
   }
 
@@ -40,6 +49,13 @@ class HopTask final : public TaskCore {
  private:
   void invoke() override {
     ran_ = true;
+    // On the suspending thread while await_suspend still runs: let it return
+    // false (the coroutine then goes on without nesting). Only that thread can
+    // see kSuspending here and be the suspender, so no other thread races us.
+    if (std::this_thread::get_id() == suspender_ && phase.load(std::memory_order_acquire) == kSuspending) {
+      phase.store(kRanInline, std::memory_order_release);
+      return;
+    }
     resume(coroutine_);
   }
   void discardValue() noexcept override {}
@@ -63,7 +79,8 @@ class HopTask final : public TaskCore {
   }
 
   std::coroutine_handle<> coroutine_;
-  bool ran_ = false;  // written and read on the thread that runs the hop
+  const std::thread::id suspender_;  // the thread in await_suspend
+  bool ran_ = false;                 // written and read on the thread that runs the hop
 };
 
 }  // namespace
@@ -191,7 +208,7 @@ void RunLoop::run() {
 bool ResumeOnAwaiter::await_suspend(std::coroutine_handle<> awaiting) {
   PoolImpl& pool = *pool_->impl_;
   if (currentPool() == &pool) {
-    pool.post(awaiting);  // a yield: continuations are never rejected
+    pool.postYield(awaiting);  // a yield: behind the work already waiting, never rejected
     return true;
   }
   auto* hop = new HopTask(awaiting);
@@ -201,6 +218,8 @@ bool ResumeOnAwaiter::await_suspend(std::coroutine_handle<> awaiting) {
   // awaiter destroyed): only `local` and `hop` may be touched.
   pool_->admit(PendingTask(local));  // may throw (abort): the coroutine then resumes with it
   int expected = HopTask::kSuspending;
+  // False (go on at once, on this thread) if the hop failed before we could
+  // suspend, or ran here, inside admit (kRanInline: see HopTask).
   return hop->phase.compare_exchange_strong(expected, HopTask::kSuspended, std::memory_order_acq_rel);
 }
 

@@ -108,6 +108,22 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     // worker that blocks after the hop cannot strand it. Written with
     // exchange by the owner (post) and by thieves.
     std::atomic<void*> nextContinuation{nullptr};
+    // Coroutines that yielded on this worker (resumeOn of the pool it runs
+    // on), oldest first, each with the number of items that were waiting
+    // when it yielded: the worker runs that many other items (or runs out of
+    // other work) before it resumes the yield, so a yield goes behind the
+    // work already waiting and is not starved by work that comes later.
+    // Guarded by localMutex; other workers take them on their way to parking
+    // (stealLocked), so a worker that blocks cannot strand them.
+    struct Yield {
+      std::coroutine_handle<> handle;
+      std::size_t waiting = 0;
+    };
+    RingBuffer<Yield> yields;
+    std::atomic<std::size_t> yieldCount{0};  // yields.size(), readable without localMutex
+    // Items the owner ran since the oldest yield was queued (reset when one is
+    // taken); relaxed: a count, read to decide when a yield is due.
+    std::atomic<std::size_t> ranSinceYield{0};
   };
 
   /// Failures of the thread factory, collected under the lock and reported to
@@ -152,6 +168,11 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   /// Requires: mutex_ held. Waits out the lock-free admissions under way
   /// (after a change of state). They never take the lock while counted.
   void waitAdmissionsLocked() const noexcept;
+  /// Requires: mutex_ held. Waits out the coroutine finishes that saw the
+  /// pool running and have not yet taken themselves off the in-flight count
+  /// (after a change of state; see InFlightShard). They never take the lock
+  /// while announced.
+  void waitFinishersLocked() const noexcept;
   /// Requires: mutex_ held. Every task of the shared queue in FIFO order;
   /// both parts are left empty.
   std::vector<PendingTask> drainSharedLocked();
@@ -161,6 +182,10 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   bool tryPushLocal(PendingTask& task);
   // Scheduler: resume a continuation on this pool.
   void post(std::coroutine_handle<> handle) noexcept override;
+  /// From one of this pool's threads: resumes `handle` on this pool after the
+  /// work already waiting (resumeOn(pool) from the pool itself). Never
+  /// rejected.
+  void postYield(std::coroutine_handle<> handle) noexcept;
   // CoroutineObserver: a coroutine task of this pool finished.
   void coroutineFinished(TaskCore& task, const RunResult& result) noexcept override;
   void reportFactoryErrors(const FactoryErrors& errors);
@@ -246,9 +271,22 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // The total matters only under mutex_: a start a reader misses is one its
   // worker has not yet brought back to the lock, and that worker is alive, so
   // the pool cannot terminate without seeing it.
+  //
+  // A coroutine may finish on a thread of another pool (or any thread), and
+  // its finish must not touch this pool once its decrement may let the pool
+  // terminate (the owner may be waiting in close() to free it). So a finisher
+  // first announces itself in its shard's `finishing`, then reads the state:
+  // - running: it decrements `count` and then `finishing`, and touches
+  //   nothing after that. shutdown() and shutdownNow() change the state and
+  //   then wait until every shard's `finishing` is 0 (waitFinishersLocked),
+  //   so they see every such decrement before they decide anything.
+  // - not running: it takes mutex_ before it decrements, and decides under
+  //   the lock whether the pool can now terminate; the pool cannot terminate
+  //   (and so cannot be freed) while its count is still in the total.
   static constexpr std::size_t kInFlightShards = 8;
   struct alignas(64) InFlightShard {
     std::atomic<std::size_t> count{0};
+    std::atomic<std::size_t> finishing{0};
   };
   InFlightShard inFlight_[kInFlightShards];
   /// Requires: mutex_ held (see above). The total in flight.
@@ -286,6 +324,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     Ref<TaskCore> task;
     std::coroutine_handle<> continuation;
     bool counted = false;  // a hand-off: already counted as active
+    bool yield = false;    // a continuation that yielded (see Worker::yields)
     explicit operator bool() const noexcept { return task || continuation; }
   };
   // Requires: mutex_ held. The next work for a worker; empty if it must exit.
@@ -308,6 +347,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   void spinForWorkLocked(std::unique_lock<std::mutex>& lock);
   // Requires: mutex_ held. True if some worker's local queue holds a task.
   [[nodiscard]] bool anyLocalWorkLocked() const noexcept;
+  // The oldest yield of `worker` (see Worker::yields) if it is due (`force`:
+  // whatever its count), or an empty handle.
+  static std::coroutine_handle<> takeYield(Worker& worker, bool force) noexcept;
 
   // Runs one work item without the pool's lock.
   void execute(Worker& worker, Work work);

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -196,6 +197,13 @@ void PoolImpl::waitAdmissionsLocked() const noexcept {
     std::this_thread::yield();
 }
 
+void PoolImpl::waitFinishersLocked() const noexcept {
+  for (const InFlightShard& shard : inFlight_) {
+    while (shard.finishing.load(std::memory_order_seq_cst) != 0)
+      std::this_thread::yield();
+  }
+}
+
 std::vector<PendingTask> PoolImpl::drainSharedLocked() {
   std::vector<PendingTask> tasks;
   if (inject_) {
@@ -304,6 +312,8 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
     Work work;
     if (void* next = worker->nextContinuation.exchange(nullptr, std::memory_order_acquire)) {
       work.continuation = std::coroutine_handle<>::from_address(next);
+    } else if (std::coroutine_handle<> yielded = takeYield(*worker, /*force=*/false)) {
+      work = Work{{}, yielded, false, true};
     } else {
       work = popLocal(*worker);
       if (!work) work = popInject(/*locked=*/false);
@@ -315,6 +325,11 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
         workerExitedLocked(worker, lock);
         break;
       }
+    }
+    // Counts toward the yields waiting behind the work that was queued.
+    if (!work.yield && worker->yieldCount.load(std::memory_order_relaxed) > 0) {
+      worker->ranSinceYield.store(worker->ranSinceYield.load(std::memory_order_relaxed) + 1,
+                                  std::memory_order_relaxed);
     }
     execute(*worker, std::move(work));
   }
@@ -447,6 +462,38 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   return true;
 }
 
+std::coroutine_handle<> PoolImpl::takeYield(Worker& worker, bool force) noexcept {
+  if (worker.yieldCount.load(std::memory_order_relaxed) == 0) return {};
+  std::lock_guard local(worker.localMutex);
+  if (worker.yields.empty()) return {};
+  if (!force && worker.ranSinceYield.load(std::memory_order_relaxed) < worker.yields.at(0).waiting) return {};
+  const std::coroutine_handle<> handle = worker.yields.pop().handle;
+  worker.yieldCount.store(worker.yields.size(), std::memory_order_relaxed);
+  worker.ranSinceYield.store(0, std::memory_order_relaxed);
+  return handle;
+}
+
+void PoolImpl::postYield(std::coroutine_handle<> handle) noexcept {
+  Worker* worker = tlsWorker;
+  assert(worker != nullptr && tlsPool == this && "postYield: only from a thread of this pool");
+  // What is waiting now: this worker's fast slot and local queue, and the
+  // shared queues (sizes read without the lock: a moment's count is enough).
+  std::size_t waiting = worker->local.size() + sharedWork_.load(std::memory_order_relaxed) +
+                        (inject_ ? inject_->size() : 0) +
+                        (worker->nextContinuation.load(std::memory_order_relaxed) != nullptr ? 1 : 0);
+  {
+    std::lock_guard local(worker->localMutex);
+    if (worker->yields.empty()) worker->ranSinceYield.store(0, std::memory_order_relaxed);
+    try {
+      worker->yields.push(Worker::Yield{handle, waiting});
+    } catch (...) {
+      waiting = SIZE_MAX;  // out of memory: fall back to the plain continuation path below
+    }
+    worker->yieldCount.store(worker->yields.size(), std::memory_order_relaxed);
+  }
+  if (waiting == SIZE_MAX) post(handle);
+}
+
 PoolImpl::Work PoolImpl::popLocal(Worker& worker) {
   TaskCore* raw = nullptr;
   if (!worker.local.pop(raw)) return {};
@@ -480,6 +527,10 @@ PoolImpl::Work PoolImpl::stealLocked(Worker& thief) {
     if (&victim == &thief) continue;
     if (Ref<TaskCore> task; stealFrom(victim, task)) return Work{std::move(task), {}, false};
   }
+  for (Worker& victim : workers_) {  // a yield its worker has not come back to (it may be blocked)
+    if (&victim == &thief) continue;
+    if (std::coroutine_handle<> yielded = takeYield(victim, /*force=*/true)) return Work{{}, yielded, false, true};
+  }
   return {};
 }
 
@@ -487,6 +538,7 @@ bool PoolImpl::anyLocalWorkLocked() const noexcept {
   for (const Worker& worker : workers_) {
     if (worker.local.size() > 0) return true;
     if (worker.nextContinuation.load(std::memory_order_seq_cst) != nullptr) return true;
+    if (worker.yieldCount.load(std::memory_order_seq_cst) > 0) return true;
   }
   return false;
 }
@@ -583,6 +635,13 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
   bool spun = false;
   while (true) {
     if (worker.handoff) return Work{std::move(worker.handoff), {}, true};
+    // Its own yields are continuations of admitted work too (run even after
+    // shutdown): one that is due now, or any before the worker would exit.
+    if (std::coroutine_handle<> yielded = takeYield(worker, /*force=*/false)) return Work{{}, yielded, false, true};
+    const auto exitUnlessYields = [&worker]() -> Work {
+      if (std::coroutine_handle<> yielded = takeYield(worker, /*force=*/true)) return Work{{}, yielded, false, true};
+      return {};
+    };
     // Continuations first: they finish work already admitted, even after shutdown.
     if (!continuations_.empty()) {
       Work work{{}, continuations_.pop(), false};
@@ -591,13 +650,13 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
       return work;
     }
     const std::size_t inFlight = inFlightLocked();
-    if (state_ == PoolState::stop && inFlight == 0) return {};
+    if (state_ == PoolState::stop && inFlight == 0) return exitUnlessYields();
     const std::size_t shared = sharedQueuedLocked();
     if (state_ == PoolState::shutdown && shared == 0 && inFlight == 0 && !anyLocalWorkLocked()) return {};
     const std::size_t size = workers_.size();
     // Above max (after setMaximumPoolSize): exit, unless we are the last thread
     // and there is queued work.
-    if (size > maximumPoolSize_ && (size > 1 || shared == 0)) return {};
+    if (size > maximumPoolSize_ && (size > 1 || shared == 0)) return exitUnlessYields();
     if (Work work = popInject(/*locked=*/true)) return work;
     if (inject_ && !inject_->empty()) {  // a push between claim and publish: a moment
       lock.unlock();
@@ -614,6 +673,7 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
       return Work{std::move(next.core_), {}, false};
     }
     if (Work stolen = stealLocked(worker)) return stolen;
+    if (Work yielded = exitUnlessYields()) return yielded;  // nothing else is waiting
     if (!spun) {
       spun = true;
       spinForWorkLocked(lock);
@@ -624,7 +684,7 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
     const auto deadline = idleSince + std::chrono::duration_cast<Clock::duration>(keepAliveTime_);
     // An idle thread may time out even while coroutines are in flight: a
     // continuation posted to a pool without threads starts one.
-    if (timed && waited && Clock::now() >= deadline) return {};
+    if (timed && waited && Clock::now() >= deadline) return exitUnlessYields();
     worker.signalled = false;
     idleWorkers_.push_back(&worker);
     idleCount_.store(idleWorkers_.size(), std::memory_order_seq_cst);
@@ -705,15 +765,26 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
       inFlightTasks_.pop_back();
     }
   }
-  inFlight_[task.inFlightShard].count.fetch_sub(1, std::memory_order_seq_cst);
-  // seq_cst with the shutdown's seq_cst store of the state and its seq_cst
-  // sum: either we see the shutdown, or it sees our decrement.
-  if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::running) return;
+  // Nothing below may touch the pool after the decrement that can let it
+  // terminate (see InFlightShard). seq_cst: the announcement, then the state;
+  // shutdown stores the state, then reads every announcement: either we see
+  // the shutdown, or it waits for our decrement.
+  InFlightShard& shard = inFlight_[task.inFlightShard];
+  shard.finishing.fetch_add(1, std::memory_order_seq_cst);
+  if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::running) {
+    shard.count.fetch_sub(1, std::memory_order_seq_cst);
+    shard.finishing.fetch_sub(1, std::memory_order_seq_cst);  // the last access to the pool
+    return;
+  }
+  shard.finishing.fetch_sub(1, std::memory_order_seq_cst);  // we are still in flight: the pool stays
   std::unique_lock lock(mutex_);
-  if (inFlightLocked() == 0 && state_ != PoolState::running) {
+  shard.count.fetch_sub(1, std::memory_order_seq_cst);
+  if (inFlightLocked() == 0) {
     wakeAllLocked();
     tryTerminateLocked(lock);
   }
+  // The lock is released last: close() frees the pool only after it has
+  // taken the lock and seen TERMINATED.
 }
 
 RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
@@ -986,6 +1057,7 @@ void ThreadPoolExecutor::shutdown() {
   std::unique_lock lock(p.mutex_);
   if (p.state_ == PoolState::running) p.setStateLocked(PoolState::shutdown);
   p.waitAdmissionsLocked();  // every lock-free push has landed or will be refused
+  p.waitFinishersLocked();   // every coroutine that finished unlocked is off the in-flight count
   detail::PoolImpl::FactoryErrors errors;
   if (p.workers_.empty() && p.sharedQueuedLocked() > 0 && p.state_ == PoolState::shutdown) {
     PendingTask none;  // queued work whose thread failed to start: try again to drain it
@@ -1007,6 +1079,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     std::unique_lock lock(p.mutex_);
     if (p.state_ == PoolState::running || p.state_ == PoolState::shutdown) p.setStateLocked(PoolState::stop);
     p.waitAdmissionsLocked();  // every lock-free push has landed or will be refused
+    p.waitFinishersLocked();   // every coroutine that finished unlocked is off the in-flight count
     std::vector<PendingTask> queued = p.drainSharedLocked();
     p.releaseQueued(queued.size());
     p.publishSharedWorkLocked();

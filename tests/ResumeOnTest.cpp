@@ -6,6 +6,13 @@
 // on in the caller; a hop dropped after shutdownNow throws BrokenPromise);
 // from inside the pool it is a yield that is never rejected.
 
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -35,6 +42,8 @@ using coexec::test::Gate;
 using coexec::test::OpenOnExit;
 using coexec::test::taggedPool;
 using coexec::test::throwsA;
+
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -163,4 +172,118 @@ TEST_CASE("a resumeOn hop returned by shutdownNow and dropped resumes the corout
   unrun.clear();  // drops the hop: the coroutine resumes here with BrokenPromise
   CHECK(outcome.get() == "broken promise");
   gate.open();
+}
+
+namespace {
+
+/// Runs `body` on a thread with a fixed 256 KiB stack and rethrows what it
+/// threw: code whose stack grows with its work overflows it, whatever the
+/// process's stack limit (ulimit -s unlimited included).
+void runOnSmallStack(const std::function<void()>& body) {
+  struct Call {
+    const std::function<void()>* body;
+    std::exception_ptr error;
+  } call{&body, nullptr};
+  pthread_attr_t attr;
+  REQUIRE(pthread_attr_init(&attr) == 0);
+  REQUIRE(pthread_attr_setstacksize(&attr, 256 * 1024) == 0);
+  pthread_t thread;
+  const int created = pthread_create(
+      &thread, &attr,
+      [](void* arg) -> void* {
+        auto* c = static_cast<Call*>(arg);
+        try {
+          (*c->body)();
+        } catch (...) {
+          c->error = std::current_exception();
+        }
+        return nullptr;
+      },
+      &call);
+  pthread_attr_destroy(&attr);
+  REQUIRE(created == 0);
+  pthread_join(thread, nullptr);
+  if (call.error) std::rethrow_exception(call.error);
+}
+
+}  // namespace
+
+TEST_CASE("a coroutine task that finishes on another pool's thread never touches its pool after close() returned",
+          "[resumeon][lifecycle]") {
+  // The task of `pool` finishes on `other`'s thread: that thread settles the
+  // Future, takes the task off `pool`'s in-flight count and must then leave
+  // `pool` alone, because get() returns and the destructor frees it at once.
+  // Under ASan a touch after the free is a heap-use-after-free.
+  ThreadPoolExecutor other(taggedPool("other", 1, 1, WorkQueue::bounded(64)));
+  const int rounds = coexec::test::kSanitized ? 300 : 2000;
+  for (int i = 0; i < rounds; ++i) {
+    auto pool = std::make_unique<ThreadPoolExecutor>(taggedPool("short", 1, 1, WorkQueue::bounded(4)));
+    Future<int> result = pool->submit([&other, i]() -> Task<int> {
+      co_await resumeOn(other);
+      co_return i;
+    });
+    REQUIRE(result.get() == i);
+    pool.reset();  // close(): waits until the finish on `other` is done with the pool
+  }
+}
+
+TEST_CASE("resumeOn to a saturated callerRuns pool runs each refused hop in the caller without nesting",
+          "[resumeon][rejection][stack]") {
+  // Each refused hop runs the coroutine's rest in the calling thread. Nested
+  // inside the refused hop's await_suspend, 100,000 hops would need far more
+  // than the 256 KiB stack they run on here.
+  SaturatedPool s(RejectionPolicy::callerRuns());
+  constexpr int kHops = 100'000;
+  int ranAtHome = 0;
+  runOnSmallStack([&] {
+    const std::thread::id home = std::this_thread::get_id();
+    ranAtHome = syncWait([](ThreadPoolExecutor& pool, std::thread::id caller) -> Task<int> {
+      int atHome = 0;
+      for (int i = 0; i < kHops; ++i) {
+        co_await resumeOn(pool);
+        if (std::this_thread::get_id() == caller) ++atHome;
+      }
+      co_return atHome;
+    }(s.pool, home));
+  });
+  CHECK(ranAtHome == kHops);
+  CHECK(s.pool.stats().rejectedCount == kHops);
+}
+
+TEST_CASE("resumeOn of the pool a coroutine runs on yields to the work already queued",
+          "[resumeon][yield]") {
+  // One thread: the coroutine spins on a flag that only a queued task sets.
+  // A yield that were served before queued work would spin forever (bounded
+  // here by kMaxYields).
+  const WorkQueue queue = GENERATE(WorkQueue::bounded(4), WorkQueue::unbounded(), WorkQueue::priority(4));
+  const bool fromOutside = GENERATE(false, true);
+  INFO((fromOutside ? "flag task submitted from outside" : "flag task submitted by the coroutine"));
+  constexpr int kMaxYields = 100'000;
+  Gate submitted;
+  ThreadPoolExecutor pool(taggedPool("yielder", 1, 1, queue));
+  OpenOnExit release(submitted);
+  std::atomic<bool> flag{false};
+  Counter started;
+  Future<int> yields = pool.submit([&]() -> Task<int> {
+    if (fromOutside) {
+      started.arrive();
+      submitted.wait();  // the flag task is queued behind this one
+    } else {
+      pool.execute([&flag] { flag = true; });
+    }
+    int n = 0;
+    while (!flag.load() && n < kMaxYields) {
+      co_await resumeOn(pool);
+      ++n;
+    }
+    co_return n;
+  });
+  if (fromOutside) {
+    REQUIRE(started.waitFor(1));
+    pool.execute([&flag] { flag = true; });
+    submitted.open();
+  }
+  const int n = yields.get();
+  CHECK(flag.load());
+  CHECK(n == 1);  // the first yield let the queued task run
 }
