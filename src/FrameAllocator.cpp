@@ -20,20 +20,39 @@ namespace {
 // them and steady-state traffic between threads never reaches the global
 // allocator, whatever the mix of threads that free them.
 //
+// The caps. Per class, a cache keeps at most kMaxCachedPerClass blocks in its
+// free list and spares together, and at most kMaxReturnedPerClass on its
+// returned stack. The first is the owner's own count (`counts +
+// spareCounts`; the same-thread free compares `counts` with `limits`, one
+// number, as it always did). The second is kept by credits: a thread that
+// frees a block of another thread's cache takes one (lock-free) and pushes the
+// block, or, finding none left, frees the block to the global allocator; the
+// owner gives back one credit per block it takes off the stack. Two caps, not
+// one shared: other threads cannot see the owner's list, and a producer whose
+// consumers free up to the cap's worth of its blocks at once (execute() with a
+// thousand tasks in flight) must find room for all of them on the stack while
+// the list still holds those it will hand out next.
+//
 // Caches are never destroyed: when a thread exits, its cache is parked and
 // the next new thread adopts it (with whatever was returned to it meanwhile),
-// so a late cross-thread free can always reach its owner.
+// so a late cross-thread free can always reach its owner. A parked cache
+// stays within both caps: its credits are all a late free can use.
 
 constexpr std::size_t kMinClassShift = 6;   // 64-byte blocks, header included
 constexpr std::size_t kMaxClassShift = 12;  // 4 KiB
 constexpr std::size_t kClasses = kMaxClassShift - kMinClassShift + 1;
 constexpr std::size_t kHeader = 16;  // keeps the payload aligned to 16 (max_align_t)
-// When a class runs dry (free list and return stack empty), the cache takes
-// spare blocks with the one it needs: an eighth of what it has taken so far,
-// at least kMinSpares (geometric growth, like a vector's). They wait in a
-// reserve used only when the list and the return stack are empty again, so a
-// peak slightly above the last one (a thread preempted at the wrong moment)
-// finds its block there, and blocks coming back are reused first.
+constexpr std::size_t kMaxLocal = FrameAllocator::kMaxCachedPerClass;
+constexpr std::size_t kMaxReturned = FrameAllocator::kMaxReturnedPerClass;
+// The returned blocks all fit in an empty free list (see Cache::reclaim).
+static_assert(kMaxReturned <= kMaxLocal);
+// When a class runs dry (free list, returned stack and spares empty), the
+// cache takes spare blocks with the one it needs: an eighth of the blocks of
+// the class it has in circulation now (live or cached), at least kMinSpares,
+// and no more than fit under kMaxCachedPerClass. They wait in a reserve used
+// only when the list and the returned stack are empty again, so a peak
+// slightly above the last one (a thread preempted at the wrong moment) finds
+// its block there, and blocks coming back are reused first.
 constexpr std::size_t kMinSpares = 3;
 
 struct Cache;
@@ -57,31 +76,107 @@ std::size_t classOf(std::size_t size) noexcept {
 }
 
 struct Cache {
-  // Touched only by the owning thread.
-  std::array<FreeBlock*, kClasses> heads{};
-  std::array<std::size_t, kClasses> counts{};
-  std::array<std::size_t, kClasses> taken{};   // blocks ever taken from the global allocator
-  std::array<FreeBlock*, kClasses> reserve{};  // spares (see kMinSpares)
-  // Blocks other threads freed; pushed by anyone, taken whole by the owner.
-  std::array<std::atomic<FreeBlock*>, kClasses> returned{};
+  Cache() noexcept {
+    limits.fill(kMaxLocal);
+    for (auto& credit : credits)
+      credit.store(kMaxReturned, std::memory_order_relaxed);  // published with the cache itself
+  }
 
-  void pushReturned(std::size_t c, FreeBlock* block) noexcept {
+  // Touched only by the owning thread (a parked cache's new owner receives
+  // them through the ParkedCaches mutex). Per class: counts + spareCounts <=
+  // kMaxLocal, and limits == kMaxLocal - spareCounts.
+  std::array<FreeBlock*, kClasses> heads{};
+  std::array<std::size_t, kClasses> counts{};  // blocks in the free list
+  std::array<std::size_t, kClasses> limits{};  // most blocks the free list may hold now
+  std::array<FreeBlock*, kClasses> spares{};   // see kMinSpares
+  std::array<std::size_t, kClasses> spareCounts{};
+
+  // Shared with the threads that free this cache's blocks (on lines of their
+  // own, so that their pushes do not disturb the owner's fields).
+  // Blocks other threads freed; pushed by anyone, taken whole by the owner.
+  alignas(64) std::array<std::atomic<FreeBlock*>, kClasses> returned{};
+  // Places left on the returned stack: kMaxReturned minus the blocks on it or
+  // being pushed. A pusher takes one (acquire) before it pushes; the owner
+  // gives them back (release) after it has taken the blocks off. So a push
+  // that uses a given-back place comes after the exchange that emptied it,
+  // and the stack never holds more than kMaxReturned blocks.
+  std::array<std::atomic<std::size_t>, kClasses> credits{};
+  // Blocks of the class from this cache that exist, live or cached: sizes
+  // the spares. Relaxed: an estimate that no other data depends on.
+  std::array<std::atomic<std::size_t>, kClasses> owned{};
+
+  /// A block of class `c` freed on a thread other than the owner's: onto the
+  /// returned stack if there is a place left, else false (the caller frees it
+  /// to the global allocator).
+  bool tryReturn(std::size_t c, FreeBlock* block) noexcept {
+    std::size_t places = credits[c].load(std::memory_order_relaxed);
+    do {
+      if (places == 0) return false;
+    } while (
+        !credits[c].compare_exchange_weak(places, places - 1, std::memory_order_acquire, std::memory_order_relaxed));
     FreeBlock* head = returned[c].load(std::memory_order_relaxed);
     do {
       block->next = head;
       // release: the owner that takes the stack sees `next` and the block.
     } while (!returned[c].compare_exchange_weak(head, block, std::memory_order_release, std::memory_order_relaxed));
+    return true;
   }
-  /// Moves the returned blocks of class `c` to the local list.
+
+  /// The list of class `c` is empty: moves the returned blocks to it and gives
+  /// their places back. Spares that no longer fit under kMaxLocal beside them
+  /// go back to the global allocator.
   void reclaim(std::size_t c) noexcept {
     FreeBlock* block = returned[c].exchange(nullptr, std::memory_order_acquire);
+    if (block == nullptr) return;
+    std::size_t moved = 0;
     while (block) {
       FreeBlock* next = block->next;
       block->next = heads[c];
       heads[c] = block;
-      ++counts[c];
+      ++moved;
       block = next;
     }
+    counts[c] = moved;  // the list was empty; moved <= kMaxReturned <= kMaxLocal
+    credits[c].fetch_add(moved, std::memory_order_release);
+    std::size_t dropped = 0;
+    while (counts[c] + spareCounts[c] > kMaxLocal) {
+      FreeBlock* spare = spares[c];
+      spares[c] = spare->next;
+      --spareCounts[c];
+      ::operator delete(spare);
+      ++dropped;
+    }
+    if (dropped > 0) {
+      limits[c] = kMaxLocal - spareCounts[c];
+      owned[c].fetch_sub(dropped, std::memory_order_relaxed);
+    }
+  }
+
+  /// The class ran dry and the caller's block came from the global
+  /// allocator: takes spares into the reserve (see kMinSpares).
+  void takeSpares(std::size_t c, std::size_t blockSize) noexcept {
+    const std::size_t room = kMaxLocal - counts[c] - spareCounts[c];
+    const std::size_t wanted = std::min(room, std::max(kMinSpares, owned[c].load(std::memory_order_relaxed) / 8));
+    std::size_t taken = 0;
+    for (; taken < wanted; ++taken) {
+      auto* extra = static_cast<FreeBlock*>(::operator new(blockSize, std::nothrow));
+      if (extra == nullptr) break;
+      extra->next = spares[c];
+      spares[c] = extra;
+    }
+    spareCounts[c] += taken;
+    limits[c] = kMaxLocal - spareCounts[c];
+    owned[c].fetch_add(1 + taken, std::memory_order_relaxed);  // the caller's block and the spares
+  }
+
+  /// Blocks of class `c` on the returned stack. Owner only: only the owner
+  /// takes blocks off, so the chain from the head stays intact while it is
+  /// walked; acquire (as in reclaim) makes each block's `next` visible.
+  [[nodiscard]] std::size_t returnedCount(std::size_t c) const noexcept {
+    std::size_t n = 0;
+    for (FreeBlock* b = returned[c].load(std::memory_order_acquire); b != nullptr; b = b->next)
+      ++n;
+    return n;
   }
 };
 
@@ -159,27 +254,32 @@ void* FrameAllocator::allocate(std::size_t size) {
     cache.heads[c] = block->next;
     --cache.counts[c];
     header = reinterpret_cast<Header*>(block);
-  } else if (FreeBlock* spare = cache.reserve[c]) {
-    cache.reserve[c] = spare->next;
+  } else if (FreeBlock* spare = cache.spares[c]) {
+    cache.spares[c] = spare->next;
+    --cache.spareCounts[c];
+    ++cache.limits[c];
     header = reinterpret_cast<Header*>(spare);
   } else {
-    // The class ran dry: more blocks are live than ever before. Take spares
-    // into the reserve (see kMinSpares).
+    // The class ran dry: more blocks are live than the cache holds.
     const std::size_t blockSize = std::size_t{1} << (c + kMinClassShift);
     header = static_cast<Header*>(::operator new(blockSize));
-    ++cache.taken[c];
-    const std::size_t spares = std::max(kMinSpares, cache.taken[c] / 8);
-    for (std::size_t i = 0; i < spares; ++i) {
-      auto* extra = static_cast<FreeBlock*>(::operator new(blockSize, std::nothrow));
-      if (extra == nullptr) break;
-      extra->next = cache.reserve[c];
-      cache.reserve[c] = extra;
-      ++cache.taken[c];
-    }
+    cache.takeSpares(c, blockSize);
   }
   header->owner = &cache;
   header->cls = static_cast<std::uint32_t>(c);
   return payloadOf(header);
+}
+
+std::size_t FrameAllocator::cachedBlocks(std::size_t size) noexcept {
+  const std::size_t c = classOf(size + kHeader);
+  if (c >= kClasses || cacheGone || threadCache.cache == nullptr) return 0;
+  return threadCache.cache->counts[c] + threadCache.cache->spareCounts[c];
+}
+
+std::size_t FrameAllocator::returnedBlocks(std::size_t size) noexcept {
+  const std::size_t c = classOf(size + kHeader);
+  if (c >= kClasses || cacheGone || threadCache.cache == nullptr) return 0;
+  return threadCache.cache->returnedCount(c);
 }
 
 void FrameAllocator::deallocate(void* block, std::size_t /*size*/) noexcept {
@@ -192,16 +292,18 @@ void FrameAllocator::deallocate(void* block, std::size_t /*size*/) noexcept {
   }
   auto* free = reinterpret_cast<FreeBlock*>(header);
   if (!cacheGone && owner == threadCache.cache) {
-    if (owner->counts[c] >= kMaxCachedPerClass) {
-      ::operator delete(header);  // a burst is over: give the surplus back
+    if (owner->counts[c] < owner->limits[c]) {
+      free->next = owner->heads[c];
+      owner->heads[c] = free;
+      ++owner->counts[c];
       return;
     }
-    free->next = owner->heads[c];
-    owner->heads[c] = free;
-    ++owner->counts[c];
+  } else if (owner->tryReturn(c, free)) {
     return;
   }
-  owner->pushReturned(c, free);
+  // Over the cap: a burst is over, give the surplus back.
+  owner->owned[c].fetch_sub(1, std::memory_order_relaxed);
+  ::operator delete(header);
 }
 
 }  // namespace coexec::detail

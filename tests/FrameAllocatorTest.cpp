@@ -1,12 +1,13 @@
 #include "coexec/detail/FrameAllocator.h"
 
 // The frame allocator: per-thread free lists by size class, blocks freed on
-// another thread, the shared depot that moves blocks between threads, and the
-// promise of the coroutine layer that steady-state creation and awaiting of
-// Tasks, and submit-and-await of coroutines on a pool, do not reach the
-// global allocator. This binary
-// replaces the global operator new/delete with counting versions.
+// another thread and returned to their owner, the caps on what the caches
+// keep, and the promise of the coroutine layer that steady-state creation and
+// awaiting of Tasks, and submit-and-await of coroutines on a pool, do not
+// reach the global allocator. This binary replaces the global operator
+// new/delete with counting versions.
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -288,6 +289,212 @@ TEST_CASE("the cache of an exited thread, with the blocks returned to it, is ado
   });
   second.join();
   CHECK(allocatedGlobally == 0);
+}
+
+// ---- the caps ---------------------------------------------------------------------
+//
+// A thread's cache keeps at most kMaxCachedPerClass blocks of each class in
+// its free list and spares, and at most kMaxReturnedPerClass that other
+// threads returned to it. Each case checks them twice: by the cache's own
+// counts, and by the global allocator's, whose net allocations over a window
+// that frees every block it allocates are what the caches kept.
+
+namespace {
+
+constexpr std::size_t kCap = FrameAllocator::kMaxCachedPerClass;
+constexpr std::size_t kReturnedCap = FrameAllocator::kMaxReturnedPerClass;
+
+/// Global allocations minus deallocations while `count` counted, or 0 if it
+/// freed more than it allocated (blocks cached before the window).
+std::size_t netAllocations(const AllocationCount& count) {
+  return count.allocations() > count.deallocations() ? count.allocations() - count.deallocations() : 0;
+}
+
+/// What the calling thread's cache holds of one class.
+struct Cached {
+  std::size_t local = 0;     // free list and spares
+  std::size_t returned = 0;  // returned by other threads, not taken back yet
+};
+
+Cached cachedOf(std::size_t size) { return {FrameAllocator::cachedBlocks(size), FrameAllocator::returnedBlocks(size)}; }
+
+}  // namespace
+
+TEST_CASE("repeated same-thread bursts above the cap keep at most the cap cached", "[frame][allocator][cap]") {
+  // Bursts of three times the cap, allocated and freed on one thread with
+  // nothing live in between.
+  constexpr std::size_t kSize = 1000;  // the 1 KiB class
+  constexpr std::size_t kBurst = 3 * kCap;
+  constexpr int kBursts = 40;
+  std::size_t most = 0;
+  int firstOver = -1;
+  std::size_t net = 0;
+  std::thread owner([&] {
+    FrameAllocator::deallocate(FrameAllocator::allocate(kSize), kSize);  // sets up the cache
+    std::vector<void*> blocks(kBurst);
+    AllocationCount count;
+    for (int burst = 0; burst < kBursts; ++burst) {
+      for (void*& block : blocks)
+        block = FrameAllocator::allocate(kSize);
+      for (void* block : blocks)
+        FrameAllocator::deallocate(block, kSize);
+      const Cached cached = cachedOf(kSize);
+      const std::size_t all = cached.local + cached.returned;
+      most = std::max(most, all);
+      if (all > kCap && firstOver < 0) firstOver = burst;
+    }
+    count.stop();
+    net = netAllocations(count);
+  });
+  owner.join();
+  INFO("most blocks cached after a burst: " << most << " (first over the cap after burst " << firstOver
+                                            << "); net global allocations: " << net);
+  CHECK(most <= kCap);
+  CHECK(net <= kCap);
+}
+
+TEST_CASE("frames freed on another thread are cached up to the cap only", "[frame][allocator][cap]") {
+  // This thread allocates four times the cap, another thread frees them all:
+  // they go back to this thread's cache, which must keep no more than its
+  // caps. Three rounds, so the later ones start from what the first kept.
+  constexpr std::size_t kSize = 400;  // the 512-byte class (with the 16-byte block header)
+  constexpr std::size_t kBlocks = 4 * kCap;
+  constexpr int kRounds = 3;
+  FrameAllocator::deallocate(FrameAllocator::allocate(kSize), kSize);  // sets up the cache
+  std::vector<void*> blocks(kBlocks);
+  std::vector<Cached> cached;
+  cached.reserve(kRounds);
+  AllocationCount count;
+  for (int round = 0; round < kRounds; ++round) {
+    for (void*& block : blocks)
+      block = FrameAllocator::allocate(kSize);
+    std::thread other([&] {
+      for (void* block : blocks)
+        FrameAllocator::deallocate(block, kSize);
+    });
+    other.join();
+    cached.push_back(cachedOf(kSize));
+  }
+  count.stop();
+  const std::size_t net = netAllocations(count);
+  for (int round = 0; round < kRounds; ++round) {
+    INFO("round " << round << ": " << cached[round].local << " in the free list and spares, " << cached[round].returned
+                  << " returned");
+    CHECK(cached[round].local <= kCap);
+    CHECK(cached[round].returned <= kReturnedCap);
+  }
+  INFO("net global allocations: " << net);
+  CHECK(net <= kCap + kReturnedCap);
+}
+
+TEST_CASE("blocks freed on their own thread and on another at once keep at most the cap cached",
+          "[frame][allocator][cap]") {
+  // Three times the cap allocated here; another thread frees the first half
+  // while this one frees the second, so the cache's own frees race with
+  // returns, and then this thread allocates again, taking the returned blocks
+  // back beside the ones it kept.
+  constexpr std::size_t kSize = 2000;  // the 2 KiB class
+  constexpr std::size_t kBlocks = 3 * kCap;
+  constexpr int kRounds = 10;
+  FrameAllocator::deallocate(FrameAllocator::allocate(kSize), kSize);  // sets up the cache
+  std::vector<void*> blocks(kBlocks);
+  std::vector<Cached> cached;
+  cached.reserve(kRounds);
+  AllocationCount count;
+  for (int round = 0; round < kRounds; ++round) {
+    for (void*& block : blocks)
+      block = FrameAllocator::allocate(kSize);
+    std::thread other([&] {
+      for (std::size_t i = 0; i < kBlocks / 2; ++i)
+        FrameAllocator::deallocate(blocks[i], kSize);
+    });
+    for (std::size_t i = kBlocks / 2; i < kBlocks; ++i)
+      FrameAllocator::deallocate(blocks[i], kSize);
+    other.join();
+    cached.push_back(cachedOf(kSize));
+  }
+  count.stop();
+  const std::size_t net = netAllocations(count);
+  for (int round = 0; round < kRounds; ++round) {
+    INFO("round " << round << ": " << cached[round].local << " in the free list and spares, " << cached[round].returned
+                  << " returned");
+    CHECK(cached[round].local <= kCap);
+    CHECK(cached[round].returned <= kReturnedCap);
+  }
+  INFO("net global allocations: " << net);
+  CHECK(net <= kCap + kReturnedCap);
+}
+
+TEST_CASE("blocks freed on another thread a thousand at a time never reach the global allocator in steady state",
+          "[frame][allocator][cap]") {
+  // As a producer that execute()s a thousand tasks and waits for them: each
+  // round this thread allocates 1,000 blocks and another thread frees them
+  // all, so the return stack must take nearly the cap's worth at once while
+  // the producer's free list keeps what it will hand out next.
+  constexpr std::size_t kSize = 200;  // the 256-byte class
+  constexpr int kRounds = 30;
+  constexpr std::size_t kPerRound = 1000;
+  static_assert(kPerRound <= kReturnedCap && kPerRound <= kCap);
+  std::size_t allocatedGlobally = 0;
+  std::size_t freedGlobally = 0;
+  std::vector<void*> handed(kPerRound);
+  std::thread producer([&] {
+    for (int round = 0; round < kRounds; ++round) {
+      AllocationCount count;
+      for (void*& block : handed)
+        block = FrameAllocator::allocate(kSize);
+      count.stop();
+      if (round > 0) allocatedGlobally += count.allocations();  // round 0 fills the circulation
+      std::thread consumer([&] {
+        AllocationCount freeing;
+        for (void* block : handed)
+          FrameAllocator::deallocate(block, kSize);
+        freeing.stop();
+        freedGlobally += freeing.deallocations();
+      });
+      consumer.join();
+    }
+  });
+  producer.join();
+  CHECK(allocatedGlobally == 0);
+  CHECK(freedGlobally == 0);
+}
+
+TEST_CASE("a steady mix of same-thread and cross-thread frees below the cap never reaches the global allocator",
+          "[frame][allocator][cap]") {
+  // Each round this thread allocates 64 blocks, another thread frees half of
+  // them and this thread the other half: the cache must keep enough of both
+  // kinds of room that, once the circulation is set up, nothing is allocated
+  // or freed globally.
+  constexpr std::size_t kSize = 40;  // the 64-byte class, which no case before this one uses
+  constexpr int kRounds = 200;
+  constexpr std::size_t kPerRound = 64;
+  std::size_t allocatedGlobally = 0;
+  std::size_t freedGlobally = 0;
+  std::vector<void*> blocks(kPerRound);
+  for (int round = 0; round < kRounds; ++round) {
+    AllocationCount count;
+    for (void*& block : blocks)
+      block = FrameAllocator::allocate(kSize);
+    count.stop();
+    if (round > 0) allocatedGlobally += count.allocations();  // round 0 fills the circulation
+    std::size_t freedThere = 0;
+    std::thread other([&] {
+      AllocationCount freeing;
+      for (std::size_t i = 0; i < kPerRound; i += 2)
+        FrameAllocator::deallocate(blocks[i], kSize);
+      freeing.stop();
+      freedThere = freeing.deallocations();
+    });
+    other.join();
+    AllocationCount freeing;
+    for (std::size_t i = 1; i < kPerRound; i += 2)
+      FrameAllocator::deallocate(blocks[i], kSize);
+    freeing.stop();
+    freedGlobally += freedThere + freeing.deallocations();
+  }
+  CHECK(allocatedGlobally == 0);
+  CHECK(freedGlobally == 0);
 }
 
 TEST_CASE("creating, awaiting and destroying Tasks in steady state makes no global allocation",

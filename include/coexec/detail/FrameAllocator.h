@@ -6,27 +6,46 @@
 
 namespace coexec::detail {
 
-/// Recycles coroutine frames and task states through per-thread free lists of
-/// a few size classes (64 bytes to 4 KiB, powers of two), so that steady-state
+/// Recycles coroutine frames and task states through per-thread free lists of a
+/// few size classes (64 bytes to 4 KiB, powers of two), so that steady-state
 /// submit/await does not reach the global allocator. Larger blocks go straight
 /// to ::operator new. Each block remembers the thread cache that allocated it:
-/// freed on that thread it returns to the local list (which keeps at most
-/// kMaxCachedPerClass blocks; a burst's surplus goes back to the global
-/// allocator); freed on another thread it is pushed, lock-free, onto its
-/// owner's return stack, which the owner drains when its list runs dry. When
-/// that stack is empty too (more blocks live than ever before), it takes a
-/// reserve of spare blocks along with the one it needs (an eighth of what it
-/// has taken, at least three), used only when list and stack are empty again,
-/// so that a later peak slightly higher does not reach the global allocator.
-/// The cache of an exited thread is adopted by the next new thread.
+/// freed on that thread it returns to the local list; freed on another thread
+/// it is pushed, lock-free, onto its owner's return stack, which the owner
+/// drains when its list runs dry. When that stack is empty too (more blocks
+/// live than the cache holds), the cache takes a few spare blocks along with
+/// the one it needs (an eighth of the blocks of that class it has live or
+/// cached, at least three), kept in a reserve used only when list and stack are
+/// empty again, so that a later peak slightly higher does not reach the global
+/// allocator. The cache of an exited thread is adopted by the next new thread.
+///
+/// The caps: whatever the pattern of allocations and frees, each thread's cache
+/// keeps, per size class, at most kMaxCachedPerClass blocks in its free list
+/// and spare reserve together, and at most kMaxReturnedPerClass blocks that
+/// other threads freed and it has not taken back yet. A block freed beyond
+/// either cap goes back to the global allocator. So a cache holds at most
+/// kMaxCachedPerClass + kMaxReturnedPerClass blocks of each class, about 16 MiB
+/// over the seven classes. There is one cache per thread that has allocated
+/// here, and an exited thread's cache is adopted by the next new thread, so
+/// there are never more caches than the most such threads that were ever alive
+/// at once. Blocks in use are not counted: they are the program's.
 ///
 /// Thread safety: every function may be called from any thread.
 struct COEXEC_EXPORT FrameAllocator {
   static constexpr std::size_t kMaxCachedPerClass = 1024;
+  static constexpr std::size_t kMaxReturnedPerClass = 1024;
   /// \throws std::bad_alloc.
   static void* allocate(std::size_t size);
   /// `size` must be the size given to allocate(). Never throws.
   static void deallocate(void* block, std::size_t size) noexcept;
+  /// Blocks of `size`'s class in the calling thread's free list and spare
+  /// reserve (at most kMaxCachedPerClass; 0 for sizes above the largest
+  /// class). For tests and diagnostics. Never throws.
+  static std::size_t cachedBlocks(std::size_t size) noexcept;
+  /// Blocks of `size`'s class that other threads freed and the calling
+  /// thread's cache has not taken back yet (at most kMaxReturnedPerClass).
+  /// For tests and diagnostics. Never throws.
+  static std::size_t returnedBlocks(std::size_t size) noexcept;
 };
 
 /// Base for types whose instances come from the FrameAllocator.
