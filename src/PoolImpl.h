@@ -126,6 +126,26 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     std::atomic<std::size_t> ranSinceYield{0};
   };
 
+  /// Whether the pool kept the thread the factory made for a worker: the
+  /// worker's body waits for it before it touches the pool. Shared by the
+  /// pool and the body, so a refused (say, detached) thread can still read
+  /// it after the pool is gone.
+  struct Launch {
+    std::mutex mutex;
+    std::condition_variable decided;
+    int verdict = -1;  // -1 pending, 0 refused, 1 kept; guarded by mutex
+    void decide(bool kept) {
+      std::lock_guard lock(mutex);
+      verdict = kept ? 1 : 0;
+      decided.notify_all();
+    }
+    bool awaitVerdict() {
+      std::unique_lock lock(mutex);
+      decided.wait(lock, [this] { return verdict >= 0; });
+      return verdict == 1;
+    }
+  };
+
   /// Failures of the thread factory, collected under the lock and reported to
   /// the uncaught handler after it is released.
   using FactoryErrors = std::vector<std::exception_ptr>;
@@ -214,6 +234,10 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   }
   /// The counters the calling thread updates: its worker's, or outside_.
   Counters& countersHere() noexcept;
+  // idleWorkers_.size(), readable without the lock. On its own line: every
+  // park and wake-up writes it, and every submission reads the lines next
+  // to it (stateMirror_, the mirrors of the sizes).
+  alignas(64) std::atomic<std::size_t> idleCount_{0};
   // Workers spinning for work before they park. A submission wakes a parked
   // worker only when none is searching: the searcher will find the task.
   alignas(64) std::atomic<std::size_t> searching_{0};
@@ -224,7 +248,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // searcher polls for local work (the local sizes are per worker).
   std::atomic<std::size_t> localSignal_{0};
   alignas(64) std::atomic<PoolState> stateMirror_{PoolState::running};  // state_, readable without the lock
-  std::atomic<std::size_t> idleCount_{0};                               // idleWorkers_.size(), ditto
   std::atomic<std::size_t> poolSizeMirror_{0};                          // workers_.size(), ditto
 
   std::atomic<std::size_t> coreMirror_{0};     // corePoolSize_, ditto
@@ -253,16 +276,21 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   bool reserveQueued() noexcept {
     if (!bounded_) return true;
     const std::size_t capacity = queueSpec_.capacity();
-    std::size_t n = queued_.load(std::memory_order_relaxed);
+    // seq_cst load: a block() producer's read of the places after it
+    // announced itself (see leftQueue()).
+    std::size_t n = queued_.load(std::memory_order_seq_cst);
     while (n < capacity) {
       if (queued_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) return true;
     }
     return false;
   }
-  /// Gives back `n` places (tasks that left a queue).
+  /// Gives back `n` places (tasks that left a queue). seq_cst: see leftQueue().
   void releaseQueued(std::size_t n = 1) noexcept {
-    if (bounded_) queued_.fetch_sub(n, std::memory_order_relaxed);
+    if (bounded_) queued_.fetch_sub(n, std::memory_order_seq_cst);
   }
+  /// A task left a queue without the pool's lock (`locked`: with it): gives
+  /// its place back and wakes the block() producers waiting for room.
+  void leftQueue(bool locked) noexcept;
 
   // Coroutine tasks started and not finished, counted in shards (a worker
   // counts in shard number % kInFlightShards, and the finish is taken off
@@ -369,6 +397,10 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   }
   // Requires: mutex_ held. Drains every worker's local queue, oldest first.
   void drainLocalsLocked(std::vector<PendingTask>& into);
+  // Requires: mutex_ held. Takes the oldest queued task (discardOldest's
+  // victim): the shared queue's head, else the oldest of the first local
+  // queue that has one; gives its place back. Empty if nothing is queued.
+  PendingTask takeOldestLocked();
 
  private:
   // Requires: mutex_ held.

@@ -227,16 +227,7 @@ std::vector<PendingTask> PoolImpl::drainSharedLocked() {
 PoolImpl::Work PoolImpl::popInject(bool locked) {
   TaskCore* raw = nullptr;
   if (!inject_ || !inject_->tryPop(raw)) return {};
-  releaseQueued();
-  // A block() producer may be waiting for the place this task left.
-  if (blockedMirror_.load(std::memory_order_seq_cst) > 0) {
-    if (locked) {
-      roomAvailable_.notify_all();
-    } else {
-      std::lock_guard lock(mutex_);
-      roomAvailable_.notify_all();
-    }
-  }
+  leftQueue(locked);
   // More behind it and nobody searching: get a parked worker going. (Cheapest
   // test first: idleCount_ rarely changes, the ring's tail every push.)
   if (idleCount_.load(std::memory_order_seq_cst) > 0 && searching_.load(std::memory_order_seq_cst) == 0 &&
@@ -260,21 +251,31 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
   Worker* worker = &*it;
   worker->number = ++threadsCreated_;
   worker->name = fmt::format("{}-{}", name_, worker->number);
+  // The body waits for the verdict on its thread: a factory may start the
+  // body and then throw, or detach the thread and return an empty one; such
+  // a thread must leave the pool alone (its worker is erased, and the pool
+  // may be gone by the time the thread runs).
+  const auto launch = std::make_shared<Launch>();
   try {
     Ref<TaskCore> firstCore = first.core_;
-    std::thread thread =
-        factory_(worker->name, [this, worker, firstCore]() mutable { runWorker(worker, std::move(firstCore)); });
+    std::thread thread = factory_(worker->name, [this, worker, firstCore, launch]() mutable {
+      if (launch->awaitVerdict()) runWorker(worker, std::move(firstCore));
+    });
     if (!thread.joinable()) {
       throw std::runtime_error(fmt::format(
-          "the thread factory of pool '{}' returned a thread that is not joinable for '{}'", name_, worker->name));
+          "the thread factory of pool '{}' returned a thread that is not joinable for '{}' (a detached thread "
+          "cannot be joined when the pool closes; it was told to exit without running tasks)",
+          name_, worker->name));
     }
     worker->thread = std::move(thread);
   } catch (...) {
+    launch->decide(false);
     errors.push_back(std::current_exception());
     workers_.erase(it);
     poolSizeMirror_.store(workers_.size(), std::memory_order_relaxed);
     return false;
   }
+  launch->decide(true);
   if (first.valid()) {
     std::lock_guard local(worker->localMutex);
     worker->current = std::move(first.core_);  // the worker owns it now; shutdownNow() can see it
@@ -351,8 +352,17 @@ void PoolImpl::execute(Worker& worker, Work work) {
   // Only a task with a token can observe shutdownNow(): track just those.
   const bool tracked = task->hasToken();
   if (tracked) {
-    std::lock_guard local(worker.localMutex);
-    worker.current = task;
+    bool stopped = false;
+    {
+      std::lock_guard local(worker.localMutex);
+      worker.current = task;
+      // shutdownNow() stores STOP and then reads every worker's current under
+      // its localMutex: it either sees this task, or we see STOP here. A task
+      // handed over or popped just before shutdownNow() (and so neither
+      // drained nor seen running) starts with its token cancelled.
+      stopped = stateMirror_.load(std::memory_order_seq_cst) == PoolState::stop;
+    }
+    if (stopped) task->requestTokenCancellation();  // outside the lock: callbacks are user code
   }
   if (!task->tryStart()) {  // cancelled while queued
     addOwn<std::uint64_t>(counters.cancelled, 1, std::memory_order_release);
@@ -494,19 +504,34 @@ void PoolImpl::postYield(std::coroutine_handle<> handle) noexcept {
   if (waiting == SIZE_MAX) post(handle);
 }
 
+void PoolImpl::leftQueue(bool locked) noexcept {
+  // seq_cst decrement, then seq_cst read of blockedMirror_: a block()
+  // producer stores blockedMirror_ and then reads queued_ (reserveQueued),
+  // both seq_cst, so either it sees the place or we see it waiting.
+  releaseQueued();
+  if (blockedMirror_.load(std::memory_order_seq_cst) == 0) return;
+  if (locked) {
+    roomAvailable_.notify_all();
+  } else {
+    std::lock_guard lock(mutex_);  // a producer between its check and its wait holds the lock
+    roomAvailable_.notify_all();
+  }
+}
+
 PoolImpl::Work PoolImpl::popLocal(Worker& worker) {
   TaskCore* raw = nullptr;
   if (!worker.local.pop(raw)) return {};
-  releaseQueued();
+  leftQueue(/*locked=*/false);
   return Work{Ref<TaskCore>::adopt(raw), {}, false};
 }
 
 bool PoolImpl::stealFrom(Worker& victim, Ref<TaskCore>& out) noexcept {
+  // Requires: mutex_ held (every caller holds it).
   TaskCore* raw = nullptr;
   while (true) {
     switch (victim.local.steal(raw)) {
       case WorkStealingDeque<TaskCore*>::Steal::taken:
-        releaseQueued();
+        leftQueue(/*locked=*/true);
         out = Ref<TaskCore>::adopt(raw);
         return true;
       case WorkStealingDeque<TaskCore*>::Steal::empty: return false;
@@ -541,6 +566,25 @@ bool PoolImpl::anyLocalWorkLocked() const noexcept {
     if (worker.yieldCount.load(std::memory_order_seq_cst) > 0) return true;
   }
   return false;
+}
+
+PendingTask PoolImpl::takeOldestLocked() {
+  TaskCore* raw = nullptr;
+  if (inject_ && inject_->tryPop(raw)) {  // the ring holds the oldest shared tasks
+    leftQueue(/*locked=*/true);
+    return PendingTask(Ref<TaskCore>::adopt(raw));
+  }
+  if (PendingTask task = queue_.poll(); task.valid()) {
+    leftQueue(/*locked=*/true);
+    return task;
+  }
+  // The shared queue is empty: any places are held by tasks the pool's own
+  // threads submitted. The oldest of the first local queue that has one goes
+  // (each worker's oldest: the one thieves take first).
+  for (Worker& worker : workers_) {
+    if (Ref<TaskCore> task; stealFrom(worker, task)) return PendingTask(std::move(task));
+  }
+  return {};
 }
 
 void PoolImpl::drainLocalsLocked(std::vector<PendingTask>& into) {
@@ -728,7 +772,10 @@ void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
   FactoryErrors errors;
   {
     std::lock_guard lock(mutex_);
-    if (state_ != PoolState::terminated) {
+    // While the terminated hook runs (terminating_) the pool is about to be
+    // TERMINATED: a thread started now would outlive it. The continuation
+    // runs here instead, as it would once the pool has terminated.
+    if (state_ != PoolState::terminated && !terminating_) {
       continuations_.push(handle);
       publishSharedWorkLocked();
       if (searching_.load(std::memory_order_seq_cst) > 0) return;  // a searching worker takes it
@@ -739,8 +786,9 @@ void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
       publishSharedWorkLocked();
     }
   }
-  // The pool has terminated, or no thread could be started for it: resume
-  // here rather than lose the coroutine.
+  // The pool has terminated (or is running its terminated hook), or no
+  // thread could be started for it: resume here rather than lose the
+  // coroutine.
   reportFactoryErrors(errors);
   resume(handle);
 }
@@ -1003,14 +1051,8 @@ bool ThreadPoolExecutor::evictOldest() {
   {
     std::lock_guard lock(p.mutex_);
     if (p.state_ != PoolState::running) return false;
-    detail::TaskCore* raw = nullptr;
-    if (p.inject_ && p.inject_->tryPop(raw)) {  // the ring holds the oldest tasks
-      victim = PendingTask(detail::Ref<detail::TaskCore>::adopt(raw));
-    } else {
-      victim = p.queue_.poll();
-    }
+    victim = p.takeOldestLocked();
     if (!victim.valid()) return false;
-    p.releaseQueued();
     p.publishSharedWorkLocked();
     if (victim.isCancelled()) {
       p.outside_.cancelled.fetch_add(1, std::memory_order_relaxed);

@@ -22,7 +22,7 @@ class ThreadPoolExecutor;
 /// | `callerRuns()`    | runs the task in the submitting thread | Future: RejectedExecution; `execute` throws it |
 /// | `discard()`       | drops it; Future: RejectedExecution    | same                            |
 /// | `discardOldest()` | evicts the oldest queued task (its Future: RejectedExecution), retries | as discard() |
-/// | `block(t)`        | the submitting thread waits up to t for room, then aborts | throws RejectedExecution |
+/// | `block(t)`        | the submitting thread waits up to t for room (woken as soon as a task leaves the shared or a local queue), then aborts | throws RejectedExecution |
 /// | a callable        | `void(PendingTask&, ThreadPoolExecutor&)` decides | same |
 ///
 /// A callable handler may run the task, move it away, or leave it; a task it
@@ -45,7 +45,11 @@ class COEXEC_EXPORT RejectionPolicy {
   static RejectionPolicy discard();
   /// Evicts the oldest queued task (the queue's head: for `priority(n)`, the
   /// task that would run next), whose Future reports RejectedExecution and
-  /// which counts in `discardedCount`, then submits the new task again.
+  /// which counts in `discardedCount`, then submits the new task again. When
+  /// the shared queue is empty and the places of bounded(n) are held by tasks
+  /// the pool's own threads submitted (their local queues), the victim is the
+  /// oldest task of the first worker's local queue that has one: local queues
+  /// keep no order among themselves, so "oldest" is per worker there.
   static RejectionPolicy discardOldest();
   /// Blocks the submitting thread until the queue has room or `timeout`
   /// passes, then behaves as abort().

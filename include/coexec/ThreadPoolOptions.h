@@ -46,7 +46,10 @@ struct Hooks {
 /// name is "<pool name>-<n>". The factory may set affinity, stack size or
 /// priority. If it throws, or returns a thread that is not joinable, the pool
 /// did not get a thread: the task goes on to the next routing step and the
-/// factory's exception reaches the uncaught handler.
+/// factory's exception reaches the uncaught handler. A `body` the pool did not
+/// keep (the factory started it and then threw, or detached its thread)
+/// returns at once without touching the pool, so such a thread ends on its
+/// own; the pool never runs tasks on a thread it cannot join.
 /// \note The factory runs under the pool's lock: it must not call the pool.
 using ThreadFactory = std::function<std::thread(std::string threadName, std::function<void()> body)>;
 
