@@ -833,5 +833,65 @@ TEST_CASE("tryExecute returns false on a saturated or shut-down pool without cal
   CHECK(sat.pool.stats().rejectedCount == 0);
 }
 
+// ---- local queues (tasks the pool's own threads submitted) -----------------
+
+TEST_CASE("block() producers are woken when a task leaves a local queue, not only the shared queue",
+          "[policy][block][local]") {
+  // The only place of bounded(1) is held by a subtask in the worker's local
+  // queue. The worker then takes it and runs it, and it stays running: room
+  // appeared, but no worker parks and the shared queue never changes. The
+  // producer must be admitted long before its 60 s timeout.
+  Gate parentGate;
+  Gate childGate;
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(1), RejectionPolicy::block(60s));
+  OpenOnExit releaseParent(parentGate);
+  OpenOnExit releaseChild(childGate);
+  Counter subtaskQueued;
+  Counter childRunning;
+  pool.execute([&] {
+    pool.execute([&] {  // from the pool's thread: its local queue, the only place
+      childRunning.arrive();
+      childGate.wait();
+    });
+    subtaskQueued.arrive();
+    parentGate.wait();
+  });
+  REQUIRE(subtaskQueued.waitFor(1));
+  std::atomic<bool> admitted{false};
+  std::thread producer([&] {
+    pool.execute([] {});  // full: waits in block()
+    admitted = true;
+  });
+  REQUIRE(eventually([&] { return pool.stats().rejectedCount == 1; }));  // it reached the policy
+  parentGate.open();                                                     // the worker takes the subtask
+  REQUIRE(childRunning.waitFor(1));
+  const bool wokenInTime = eventually([&] { return admitted.load(); });
+  childGate.open();
+  producer.join();
+  CHECK(wokenInTime);
+}
+
+TEST_CASE("discardOldest evicts the oldest local task when local queues hold every place",
+          "[policy][discardOldest][local]") {
+  // bounded(2), one thread: a task submits two subtasks (its local queue
+  // holds both places), then a third. The oldest subtask must go, and the
+  // newcomer be admitted.
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(2), RejectionPolicy::discardOldest());
+  Future<std::vector<Future<int>>> parent = pool.submit([&pool] {
+    std::vector<Future<int>> children;
+    for (int i = 0; i < 3; ++i)
+      children.push_back(pool.submit([i] { return i; }));
+    return children;
+  });
+  std::vector<Future<int>> children = parent.get();
+  REQUIRE(children.size() == 3);
+  CHECK_THROWS_AS(children[0].get(), RejectedExecution);
+  CHECK(children[1].get() == 1);
+  CHECK(children[2].get() == 2);
+  const PoolStats s = pool.stats();
+  CHECK(s.discardedCount == 1);
+  CHECK(s.rejectedCount == 1);
+}
+
 }  // namespace
 }  // namespace coexec::test

@@ -13,7 +13,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -21,6 +23,9 @@
 #include <catch2/catch.hpp>
 
 #include "TestSupport.h"
+#include "coexec/ResumeOn.h"
+#include "coexec/SyncWait.h"
+#include "coexec/Task.h"
 
 using namespace std::chrono_literals;
 
@@ -797,4 +802,98 @@ TEST_CASE("turning on core time-out shrinks an idle pool to zero threads (KA-05)
   CHECK(pool.isTerminated());
   checkTerminated(pool);
   CHECK(pool.stats().largestPoolSize == 3u);
+}
+
+TEST_CASE("a task handed to a parked worker just before shutdownNow starts with its token cancelled",
+          "[lifecycle][shutdownNow][token]") {
+  // synchronous(): submit() hands the task to the parked worker, and
+  // shutdownNow() follows at once, while the worker is still waking up. The
+  // task is then neither queued (nothing to return) nor running (no token to
+  // cancel yet): it must start with its token cancelled, not run after
+  // shutdownNow() returned with a token that never fires.
+  const int rounds = coexec::test::kSanitized ? 100 : 400;
+  int returned = 0;
+  int startedCancelled = 0;
+  int startedBefore = 0;
+  for (int i = 0; i < rounds; ++i) {
+    ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::synchronous());
+    REQUIRE(pool.prestartCoreThread());
+    std::atomic<bool> shutdownNowReturned{false};
+    std::atomic<int> seen{0};  // 1: started after shutdownNow returned, token not cancelled; 2: cancelled; 3: before
+    // The worker must be parked for the hand-off: retry until it takes it.
+    std::optional<Future<void>> task;
+    REQUIRE(eventually([&] {
+      try {
+        task = pool.submit([&](CancellationToken token) {
+          const bool after = shutdownNowReturned.load();
+          seen = token.isCancellationRequested() ? 2 : after ? 1 : 3;
+        });
+        return true;
+      } catch (const coexec::RejectedExecution&) {
+        return false;
+      }
+    }));
+    const std::vector<PendingTask> unrun = pool.shutdownNow();
+    shutdownNowReturned = true;
+    REQUIRE(pool.awaitTermination(kLong));
+    if (!unrun.empty()) {
+      ++returned;
+      continue;
+    }
+    INFO("round " << i);
+    REQUIRE(seen.load() != 0);
+    CHECK(seen.load() != 1);
+    (seen.load() == 2 ? startedCancelled : startedBefore) += 1;
+  }
+  INFO("returned " << returned << ", started cancelled " << startedCancelled << ", started before "
+                   << startedBefore);
+  CHECK(startedCancelled > 0);  // the window this test is about was hit
+}
+
+TEST_CASE("a continuation posted while the terminated hook runs does not start a thread that outlives the pool",
+          "[lifecycle][terminated][coroutine]") {
+  // The terminated hook runs with the pool's lock released. A coroutine that
+  // hopped onto the pool earlier resumes onto it in that window (its awaited
+  // Future completes on another pool) and goes on until after the hook
+  // returned: a worker started for it would then park forever in a
+  // TERMINATED pool, and the destructor would find a joinable thread.
+  Gate hookGate;
+  Gate otherGate;
+  Gate afterHook;
+  Counter hookEntered;
+  Counter resumed;
+  ThreadPoolOptions options;
+  options.name = "hooked";
+  options.hooks.terminated = [&] {
+    hookEntered.arrive();
+    hookGate.wait();
+  };
+  auto pool = std::make_unique<ThreadPoolExecutor>(options);
+  ThreadPoolExecutor other(1, 1, 60s, WorkQueue::bounded(4));
+  coexec::test::OpenOnExit releaseHook(hookGate);
+  coexec::test::OpenOnExit releaseOther(otherGate);
+  coexec::test::OpenOnExit releaseAfter(afterHook);
+  Counter awaiting;
+  std::thread coroutineThread([&] {
+    coexec::syncWait([&]() -> coexec::Task<void> {
+      co_await coexec::resumeOn(*pool);  // a hop: a plain task of `pool`, done once the coroutine suspends below
+      Future<void> f = other.submit([&] { otherGate.wait(); });
+      awaiting.arrive();
+      co_await f;  // resumes on `pool` (posted from `other`'s thread)
+      resumed.arrive();
+      afterHook.wait();
+    }());
+  });
+  REQUIRE(awaiting.waitFor(1));
+  REQUIRE(eventually([&] { return pool->stats().activeCount == 0; }));  // the hop has returned
+  std::thread closer([&] { pool->shutdown(); });  // runs the terminated hook, which blocks
+  REQUIRE(hookEntered.waitFor(1));
+  otherGate.open();  // the coroutine resumes onto `pool` while its hook runs
+  REQUIRE(resumed.waitFor(1));
+  hookGate.open();
+  closer.join();
+  REQUIRE(pool->awaitTermination(kLong));
+  afterHook.open();
+  coroutineThread.join();
+  CHECK(eventually([&] { return pool->stats().poolSize == 0; }));
 }

@@ -606,3 +606,46 @@ TEST_CASE("a custom ThreadFactory gets each thread's name and its threads run th
     CHECK(std::find(made.begin(), made.end(), id) != made.end());
   CHECK(pool.stats().largestPoolSize == 2u);
 }
+
+TEST_CASE("a thread factory that detaches its thread: the thread returns without touching the pool",
+          "[options][factory]") {
+  // The factory starts the body on a thread, detaches it and returns an empty
+  // std::thread. The pool refuses it (not joinable) and erases the worker; the
+  // detached body must then return at once rather than run a worker on erased
+  // state (or on a pool that is gone by the time it runs).
+  Counter bodiesReturned;
+  Gate holdBodies;  // the bodies start only once the pool is gone
+  std::vector<std::string> errors;
+  std::mutex errorsMutex;
+  {
+    ThreadPoolOptions options;
+    options.name = "detach";
+    options.workQueue = WorkQueue::bounded(4);
+    options.threadFactory = [&](std::string, std::function<void()> body) {
+      std::thread([&bodiesReturned, &holdBodies, body = std::move(body)] {
+        holdBodies.wait();
+        body();
+        bodiesReturned.arrive();
+      }).detach();
+      return std::thread();
+    };
+    options.uncaughtExceptionHandler = [&](std::exception_ptr error, const TaskInfo&) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        std::lock_guard lock(errorsMutex);
+        errors.emplace_back(e.what());
+      }
+    };
+    ThreadPoolExecutor pool(options);
+    Future<int> queued = pool.submit([] { return 1; });  // no thread: it waits in the queue
+    CHECK(pool.stats().poolSize == 0);
+    CHECK_FALSE(queued.isDone());
+    (void)pool.shutdownNow();
+  }
+  holdBodies.open();
+  CHECK(bodiesReturned.waitFor(2));  // two attempts: the core thread (step 1) and a thread for the queued task
+  std::lock_guard lock(errorsMutex);
+  REQUIRE_FALSE(errors.empty());
+  CHECK_THAT(errors.front(), Catch::Matchers::Contains("not joinable"));
+}
