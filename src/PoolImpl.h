@@ -262,6 +262,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // priority() and synchronous(), which keep every task in queue_ / hand-offs.
   const std::unique_ptr<MpmcRing<TaskCore*>> inject_;
   std::atomic<bool> overflow_{false};  // written under mutex_
+  // purge() calls under way: lock-free submissions take the locked path
+  // meanwhile (a count, for concurrent purges).
+  std::atomic<std::size_t> purging_{0};
   // Submissions between their check of the pool's state and their push to
   // inject_ (on its own line: only submitters write it). shutdown() and shutdownNow() change the state, then wait for
   // this to drain: afterwards every push either landed or saw the new state.

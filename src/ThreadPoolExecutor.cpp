@@ -160,7 +160,10 @@ bool PoolImpl::tryInject(PendingTask& task) {
   if (overflow_.load(std::memory_order_acquire)) return false;
   admitting_.fetch_add(1, std::memory_order_seq_cst);
   bool pushed = false;
-  if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::running && reserveQueued()) {
+  // seq_cst after the announcement: purge() stores purging_ and then waits
+  // for admitting_ to drain, so it either sees us or we see it.
+  if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::running &&
+      !purging_.load(std::memory_order_seq_cst) && reserveQueued()) {
     std::size_t pos = 0;
     if (inject_->tryClaim(pos)) {
       task.core_->owner = this;
@@ -1289,8 +1292,24 @@ const RejectionPolicy& ThreadPoolExecutor::rejectionPolicy() const noexcept { re
 std::size_t ThreadPoolExecutor::purge() {
   detail::PoolImpl& p = *impl_;
   std::vector<PendingTask> removed;
+  if (p.inject_) {
+    // Lock-free submissions take the locked path while we purge; those
+    // already under way publish their slot before we drain, so the drain
+    // below never waits, under the lock, for a slot claimed and not yet
+    // published. The wait for them is here, without the lock.
+    p.purging_.fetch_add(1, std::memory_order_seq_cst);
+    while (p.admitting_.load(std::memory_order_seq_cst) != 0)
+      std::this_thread::yield();
+  }
+  struct EndPurge {  // also if the drain throws (out of memory)
+    detail::PoolImpl& pool;
+    ~EndPurge() {
+      if (pool.inject_) pool.purging_.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  };
   {
     std::lock_guard lock(p.mutex_);
+    const EndPurge end{p};  // released under the lock, after the overflow is set
     // The ring cannot remove from its middle: every queued task moves to
     // queue_, in order, the cancelled ones are taken out, and submissions
     // queue behind the rest (overflow) until the workers have taken them.
