@@ -413,4 +413,10 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
 /// The pool whose worker is running on this thread, or null.
 PoolImpl* currentPool() noexcept;
 
+// The calling thread's pool, worker and worker name while it runs a pool's
+// worker loop (set by runWorker); null on every other thread.
+inline thread_local PoolImpl* tlsPool = nullptr;
+inline thread_local PoolImpl::Worker* tlsWorker = nullptr;
+inline thread_local const std::string* tlsWorkerName = nullptr;
+
 }  // namespace coexec::detail

@@ -1,0 +1,327 @@
+// Admission: the Java routing of a new task (core thread -> queue -> extra
+// thread -> rejection policy), the lock-free fast paths into the shared
+// ring, thread creation, and the pool's side of the rejection policies
+// (evictOldest for discardOldest, offerWithin for block) and purge().
+//
+// Invariants:
+// - A task is admitted exactly once: it enters a queue, is handed to a
+//   parked worker, or starts a worker, and only then is counted in
+//   taskCount; otherwise it goes to the policy (rejectedCount).
+// - bounded(n): a task holds one of n places (queued_) from before it enters
+//   the shared ring, queue_ or a local queue until it leaves it.
+// - After a change of state, shutdown()/shutdownNow() wait out admitting_:
+//   every lock-free push then either landed or saw the new state.
+// Locks: mutex_ guards queue_, workers_, the idle stack and the state (see
+// PoolImpl.h); the ring and the counters are lock-free.
+
+#include "coexec/ThreadPoolExecutor.h"
+
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "PoolImpl.h"
+#include "coexec/detail/Time.h"
+
+namespace coexec {
+namespace detail {
+
+bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
+  task.core_->owner = this;
+  if (state_ != PoolState::running) return false;
+  // 1. Below core: a new thread, even if others are idle.
+  if (workers_.size() < corePoolSize_ && addWorkerLocked(task, errors)) return true;
+  // 2. The queue (for synchronous(): a hand-off to an idle thread).
+  if (queueSpec_.kind() == WorkQueue::Kind::synchronous) {
+    if (handOffLocked(task)) return true;
+  } else if (reserveQueued() && pushSharedLocked(task)) {  // a reserved place: cannot fail for bounded(n)
+    publishSharedWorkLocked();
+    countersHere().tasks.fetch_add(1, std::memory_order_relaxed);
+    // A searching worker will find the task (it rechecks under this lock
+    // after it stops searching): no wake-up, no syscall.
+    if (searching_.load(std::memory_order_seq_cst) > 0) return true;
+    if (!wakeOneLocked() && workers_.empty()) {
+      // Core 0, or every thread failed to start or timed out: someone must run
+      // it. If the factory fails here too, the task waits in the queue for the
+      // next thread that starts (the next submission, or shutdown()).
+      PendingTask none;
+      addWorkerLocked(none, errors);
+    }
+    return true;
+  }
+  // 3. An extra thread, up to max.
+  return workers_.size() < maximumPoolSize_ && addWorkerLocked(task, errors);
+}
+
+bool PoolImpl::pushSharedLocked(PendingTask& task) {
+  if (inject_ && !overflow_.load(std::memory_order_relaxed)) {
+    std::size_t pos = 0;
+    if (inject_->tryClaim(pos)) {
+      inject_->publish(pos, task.core_.detach());
+      return true;
+    }
+  }
+  if (!queue_.offer(task)) return false;
+  if (inject_) overflow_.store(true, std::memory_order_release);  // later submissions queue behind it
+  return true;
+}
+
+bool PoolImpl::tryInject(PendingTask& task) {
+  if (!inject_) return false;
+  // Step 1 (below core: a new thread) and the overflow take the locked path.
+  if (poolSizeMirror_.load(std::memory_order_relaxed) < coreMirror_.load(std::memory_order_relaxed)) return false;
+  if (overflow_.load(std::memory_order_acquire)) return false;
+  admitting_.fetch_add(1, std::memory_order_seq_cst);
+  bool pushed = false;
+  // seq_cst after the announcement: purge() stores purging_ and then waits
+  // for admitting_ to drain, so it either sees us or we see it.
+  if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::running &&
+      !purging_.load(std::memory_order_seq_cst) && reserveQueued()) {
+    std::size_t pos = 0;
+    if (inject_->tryClaim(pos)) {
+      task.core_->owner = this;
+      countersHere().tasks.fetch_add(1, std::memory_order_relaxed);  // before anyone can run it
+      inject_->publish(pos, task.core_.detach());
+      pushed = true;
+    } else {
+      releaseQueued();
+    }
+  }
+  admitting_.fetch_sub(1, std::memory_order_seq_cst);
+  if (!pushed) return false;
+  // Wake a parked worker only if nobody searches and someone sleeps (or no
+  // thread is left: core 0, or all timed out). seq_cst loads after the
+  // seq_cst claim: a worker that parks stores idleCount_ and then checks
+  // inject_->size(), so one of the two sees the other.
+  if (searching_.load(std::memory_order_seq_cst) == 0 &&
+      (idleCount_.load(std::memory_order_seq_cst) > 0 || poolSizeMirror_.load(std::memory_order_seq_cst) == 0)) {
+    FactoryErrors errors;
+    {
+      std::lock_guard lock(mutex_);
+      if (!wakeOneLocked() && workers_.empty()) {
+        PendingTask none;  // if the factory fails, the task waits for the next thread that starts
+        addWorkerLocked(none, errors);
+      }
+    }
+    reportFactoryErrors(errors);
+  }
+  return true;
+}
+
+void PoolImpl::waitAdmissionsLocked() const noexcept {
+  while (admitting_.load(std::memory_order_seq_cst) != 0)
+    std::this_thread::yield();
+}
+
+std::vector<PendingTask> PoolImpl::drainSharedLocked() {
+  std::vector<PendingTask> tasks;
+  if (inject_) {
+    TaskCore* raw = nullptr;
+    while (true) {
+      if (inject_->tryPop(raw)) {
+        tasks.push_back(PendingTask(Ref<TaskCore>::adopt(raw)));
+      } else if (inject_->empty()) {
+        break;
+      } else {
+        std::this_thread::yield();  // a push between claim and publish
+      }
+    }
+  }
+  for (PendingTask& task : queue_.drain())
+    tasks.push_back(std::move(task));  // the overflow: newer than the ring's
+  overflow_.store(false, std::memory_order_release);
+  return tasks;
+}
+
+bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
+  // Room for every worker on the idle stack now, so that parking (which may
+  // first happen long after the pool warmed up) never allocates.
+  idleWorkers_.reserve(workers_.size() + 1);
+  auto it = workers_.emplace(workers_.end());
+  poolSizeMirror_.store(workers_.size(), std::memory_order_relaxed);
+  Worker* worker = &*it;
+  worker->number = ++threadsCreated_;
+  worker->name = fmt::format("{}-{}", name_, worker->number);
+  // The body waits for the verdict on its thread: a factory may start the
+  // body and then throw, or detach the thread and return an empty one; such
+  // a thread must leave the pool alone (its worker is erased, and the pool
+  // may be gone by the time the thread runs).
+  const auto launch = std::make_shared<Launch>();
+  try {
+    Ref<TaskCore> firstCore = first.core_;
+    std::thread thread = factory_(worker->name, [this, worker, firstCore, launch]() mutable {
+      if (launch->awaitVerdict()) runWorker(worker, std::move(firstCore));
+    });
+    if (!thread.joinable()) {
+      throw std::runtime_error(fmt::format(
+          "the thread factory of pool '{}' returned a thread that is not joinable for '{}' (a detached thread "
+          "cannot be joined when the pool closes; it was told to exit without running tasks)",
+          name_, worker->name));
+    }
+    worker->thread = std::move(thread);
+  } catch (...) {
+    launch->decide(false);
+    errors.push_back(std::current_exception());
+    workers_.erase(it);
+    poolSizeMirror_.store(workers_.size(), std::memory_order_relaxed);
+    return false;
+  }
+  launch->decide(true);
+  if (first.valid()) {
+    std::lock_guard local(worker->localMutex);
+    worker->current = std::move(first.core_);  // the worker owns it now; shutdownNow() can see it
+    worker->counters.tasks.fetch_add(1, std::memory_order_relaxed);
+    worker->counters.active.fetch_add(1, std::memory_order_relaxed);
+  }
+  largestPoolSize_ = std::max(largestPoolSize_, workers_.size());
+  return true;
+}
+
+const char* PoolImpl::saturationReasonLocked(bool factoryFailed) const {
+  if (state_ != PoolState::running) return "the pool is shut down and accepts no new tasks";
+  if (factoryFailed) return "the thread factory failed to create a thread and the work queue has no room";
+  return "the work queue is full and the pool has reached maximumPoolSize";
+}
+
+std::size_t PoolImpl::startWorkers(std::size_t count, bool onlyForQueuedWork) {
+  FactoryErrors errors;
+  std::size_t started = 0;
+  {
+    std::lock_guard lock(mutex_);
+    while (started < count && state_ == PoolState::running && workers_.size() < corePoolSize_) {
+      if (onlyForQueuedWork && sharedQueuedLocked() <= started) break;
+      PendingTask none;
+      if (!addWorkerLocked(none, errors)) break;
+      ++started;
+    }
+  }
+  reportFactoryErrors(errors);
+  return started;
+}
+
+}  // namespace detail
+
+void ThreadPoolExecutor::admit(PendingTask task) {
+  if (!tryAdmit(task, /*countRejection=*/true)) impl_->policy_(task, *this);
+}
+
+bool ThreadPoolExecutor::tryAdmit(PendingTask& task, bool countRejection) {
+  detail::PoolImpl& p = *impl_;
+  if (p.tryPushLocal(task)) return true;  // from one of our own threads: its local queue
+  if (p.tryInject(task)) return true;     // the lock-free shared queue
+  detail::PoolImpl::FactoryErrors errors;
+  bool admitted = false;
+  {
+    std::lock_guard lock(p.mutex_);
+    admitted = p.tryAdmitLocked(task, errors);
+    if (!admitted) {
+      if (countRejection) ++p.rejected_;  // in the same snapshot as the refusal
+      task.core_->rejectReason = p.saturationReasonLocked(!errors.empty());
+    }
+  }
+  p.reportFactoryErrors(errors);
+  return admitted;
+}
+
+RejectedExecution ThreadPoolExecutor::rejection(const PendingTask& task) const {
+  // The reason the admission recorded, if it was this pool's; else the
+  // pool's state now (a policy called directly, or on another pool's task).
+  const bool ours = task.valid() && task.core_->owner == impl_.get() && task.core_->rejectReason != nullptr;
+  const char* reason = ours           ? task.core_->rejectReason
+                       : isShutdown() ? "the pool is shut down and accepts no new tasks"
+                                      : "the rejection policy refused the task";
+  return RejectedExecution(reason, stats());
+}
+
+bool ThreadPoolExecutor::evictOldest() {
+  detail::PoolImpl& p = *impl_;
+  PendingTask victim;
+  {
+    std::lock_guard lock(p.mutex_);
+    if (p.state_ != PoolState::running) return false;
+    victim = p.takeOldestLocked();
+    if (!victim.valid()) return false;
+    p.publishSharedWorkLocked();
+    if (victim.isCancelled()) {
+      p.outside_.cancelled.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      ++p.discarded_;
+    }
+  }
+  victim.core_->abandon(std::make_exception_ptr(
+      RejectedExecution("the task was evicted from the queue by the discardOldest policy", stats())));
+  return true;
+}
+
+bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds timeout) {
+  detail::PoolImpl& p = *impl_;
+  const auto deadline = detail::deadlineAfter(timeout);
+  detail::PoolImpl::FactoryErrors errors;
+  bool admitted = false;
+  {
+    std::unique_lock lock(p.mutex_);
+    p.blockedMirror_.store(++p.blockedProducers_, std::memory_order_seq_cst);
+    while (true) {
+      if (p.tryAdmitLocked(task, errors)) {
+        admitted = true;
+        break;
+      }
+      if (p.state_ != PoolState::running) {
+        task.core_->rejectReason = p.saturationReasonLocked(false);
+        break;
+      }
+      if (p.roomAvailable_.wait_until(lock, deadline) == std::cv_status::timeout) {
+        admitted = p.tryAdmitLocked(task, errors);
+        if (!admitted) task.core_->rejectReason = "the work queue stayed full for the whole block() timeout";
+        break;
+      }
+    }
+    p.blockedMirror_.store(--p.blockedProducers_, std::memory_order_seq_cst);
+  }
+  p.reportFactoryErrors(errors);
+  return admitted;
+}
+
+std::size_t ThreadPoolExecutor::purge() {
+  detail::PoolImpl& p = *impl_;
+  std::vector<PendingTask> removed;
+  if (p.inject_) {
+    // Lock-free submissions take the locked path while we purge; those
+    // already under way publish their slot before we drain, so the drain
+    // below never waits, under the lock, for a slot claimed and not yet
+    // published. The wait for them is here, without the lock.
+    p.purging_.fetch_add(1, std::memory_order_seq_cst);
+    while (p.admitting_.load(std::memory_order_seq_cst) != 0)
+      std::this_thread::yield();
+  }
+  struct EndPurge {  // also if the drain throws (out of memory)
+    detail::PoolImpl& pool;
+    ~EndPurge() {
+      if (pool.inject_) pool.purging_.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  };
+  {
+    std::lock_guard lock(p.mutex_);
+    const EndPurge end{p};  // released under the lock, after the overflow is set
+    // The ring cannot remove from its middle: every queued task moves to
+    // queue_, in order, the cancelled ones are taken out, and submissions
+    // queue behind the rest (overflow) until the workers have taken them.
+    for (PendingTask& task : p.drainSharedLocked()) {
+      if (task.isCancelled()) {
+        removed.push_back(std::move(task));
+      } else {
+        p.queue_.offer(task);  // cannot fail: no more tasks than before
+      }
+    }
+    if (p.inject_ && !p.queue_.empty()) p.overflow_.store(true, std::memory_order_release);
+    p.releaseQueued(removed.size());
+    p.publishSharedWorkLocked();
+    p.outside_.cancelled.fetch_add(removed.size(), std::memory_order_relaxed);
+    if (!removed.empty() && p.blockedProducers_ > 0) p.roomAvailable_.notify_all();
+  }
+  return removed.size();  // destroyed here, outside the lock
+}
+
+}  // namespace coexec

@@ -1,0 +1,129 @@
+// Coroutines on the pool: a continuation resuming here after an await
+// (post), a coroutine yielding to the work already waiting (postYield), and
+// the end of a coroutine task, which may come on any thread (coroutineFinished).
+//
+// Invariants:
+// - Continuations are never rejected, even after shutdown; if the pool has
+//   terminated (or is running its terminated hook), or no thread can be
+//   started, the continuation runs on the posting thread, never lost.
+// - A coroutine task is in flight (inFlight_) from its start to its finish,
+//   and the pool does not terminate while one is. Its finish touches the
+//   pool only until the decrement that may let the pool terminate: see
+//   InFlightShard in PoolImpl.h.
+// Locks: mutex_ for continuations_; inFlightMutex_ for inFlightTasks_; a
+// worker's localMutex for its yields.
+
+#include "coexec/ThreadPoolExecutor.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+
+#include "PoolImpl.h"
+
+namespace coexec::detail {
+
+void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
+  if (Worker* worker = tlsWorker; worker != nullptr && tlsPool == this) {
+    // A hop from one of our own threads: the worker's next-continuation slot.
+    void* displaced = worker->nextContinuation.exchange(handle.address(), std::memory_order_seq_cst);
+    if (displaced == nullptr) {
+      // Paired like tryPushLocal: a parking worker stores idleCount_ and then
+      // looks at every slot. Wake one only if nobody searches and someone
+      // sleeps: in steady state the other workers spin or are busy.
+      if (searching_.load(std::memory_order_seq_cst) == 0 && idleCount_.load(std::memory_order_seq_cst) > 0) {
+        std::lock_guard lock(mutex_);
+        wakeOneLocked();
+      }
+      return;
+    }
+    handle = std::coroutine_handle<>::from_address(displaced);  // the older one goes to the shared queue
+  }
+  FactoryErrors errors;
+  {
+    std::lock_guard lock(mutex_);
+    // While the terminated hook runs (terminating_) the pool is about to be
+    // TERMINATED: a thread started now would outlive it. The continuation
+    // runs here instead, as it would once the pool has terminated.
+    if (state_ != PoolState::terminated && !terminating_) {
+      continuations_.push(handle);
+      publishSharedWorkLocked();
+      if (searching_.load(std::memory_order_seq_cst) > 0) return;  // a searching worker takes it
+      if (wakeOneLocked() || !workers_.empty()) return;            // else a busy worker takes it next
+      PendingTask none;
+      if (addWorkerLocked(none, errors)) return;
+      continuations_.extractIf([handle](std::coroutine_handle<> h) { return h == handle; });
+      publishSharedWorkLocked();
+    }
+  }
+  // The pool has terminated (or is running its terminated hook), or no
+  // thread could be started for it: resume here rather than lose the
+  // coroutine.
+  reportFactoryErrors(errors);
+  resume(handle);
+}
+
+void PoolImpl::postYield(std::coroutine_handle<> handle) noexcept {
+  Worker* worker = tlsWorker;
+  assert(worker != nullptr && tlsPool == this && "postYield: only from a thread of this pool");
+  // What is waiting now: this worker's fast slot and local queue, and the
+  // shared queues (sizes read without the lock: a moment's count is enough).
+  std::size_t waiting = worker->local.size() + sharedWork_.load(std::memory_order_relaxed) +
+                        (inject_ ? inject_->size() : 0) +
+                        (worker->nextContinuation.load(std::memory_order_relaxed) != nullptr ? 1 : 0);
+  {
+    std::lock_guard local(worker->localMutex);
+    if (worker->yields.empty()) worker->ranSinceYield.store(0, std::memory_order_relaxed);
+    try {
+      worker->yields.push(Worker::Yield{handle, waiting});
+    } catch (...) {
+      waiting = SIZE_MAX;  // out of memory: fall back to the plain continuation path below
+    }
+    worker->yieldCount.store(worker->yields.size(), std::memory_order_relaxed);
+  }
+  if (waiting == SIZE_MAX) post(handle);
+}
+
+void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexcept {
+  const TaskInfo info{name_, tlsWorkerName ? std::string_view(*tlsWorkerName) : std::string_view("(outside the pool)"),
+                      task.hasFuture(), task.priority()};
+  if (hooks_.afterExecute) {
+    try {
+      hooks_.afterExecute(info, result.error);
+    } catch (...) {
+      printDropped("the afterExecute hook", name_, info.threadName, std::current_exception());
+    }
+  }
+  if (result.outcome == Outcome::failed && !task.hasFuture()) reportUncaught(result.error, info);
+  count(result.outcome);
+  if (task.hasToken()) {
+    std::lock_guard inFlightLock(inFlightMutex_);
+    const auto it = std::find(inFlightTasks_.begin(), inFlightTasks_.end(), &task);
+    if (it != inFlightTasks_.end()) {
+      *it = inFlightTasks_.back();
+      inFlightTasks_.pop_back();
+    }
+  }
+  // Nothing below may touch the pool after the decrement that can let it
+  // terminate (see InFlightShard). seq_cst: the announcement, then the state;
+  // shutdown stores the state, then reads every announcement: either we see
+  // the shutdown, or it waits for our decrement.
+  InFlightShard& shard = inFlight_[task.inFlightShard];
+  shard.finishing.fetch_add(1, std::memory_order_seq_cst);
+  if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::running) {
+    shard.count.fetch_sub(1, std::memory_order_seq_cst);
+    shard.finishing.fetch_sub(1, std::memory_order_seq_cst);  // the last access to the pool
+    return;
+  }
+  shard.finishing.fetch_sub(1, std::memory_order_seq_cst);  // we are still in flight: the pool stays
+  std::unique_lock lock(mutex_);
+  shard.count.fetch_sub(1, std::memory_order_seq_cst);
+  if (inFlightLocked() == 0) {
+    wakeAllLocked();
+    tryTerminateLocked(lock);
+  }
+  // The lock is released last: close() frees the pool only after it has
+  // taken the lock and seen TERMINATED.
+}
+
+}  // namespace coexec::detail

@@ -1,0 +1,255 @@
+// The lifecycle: RUNNING -> SHUTDOWN (no new tasks; queued ones and
+// continuations finish) or STOP (shutdownNow: queues drained and returned,
+// tokens of running and suspended tasks cancelled) -> TERMINATED, and the
+// runtime resizing that decides which workers stay.
+//
+// Invariants:
+// - The state only moves forward, under mutex_ (setStateLocked), mirrored in
+//   stateMirror_ for the lock-free paths.
+// - TERMINATED is entered once, by tryTerminateLocked, when no worker is
+//   left and nothing is queued, in flight or waiting to resume; the
+//   terminated hook runs before it (with the lock released and
+//   terminating_ set: nothing may start a worker then), and close() frees
+//   the pool only after it has seen TERMINATED under mutex_.
+// - A worker's counters move to outside_ when it exits, under mutex_, so
+//   stats() never counts them twice or not at all.
+
+#include "coexec/ThreadPoolExecutor.h"
+
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include "PoolImpl.h"
+#include "coexec/detail/Time.h"
+
+namespace coexec {
+namespace detail {
+
+void PoolImpl::waitFinishersLocked() const noexcept {
+  for (const InFlightShard& shard : inFlight_) {
+    while (shard.finishing.load(std::memory_order_seq_cst) != 0)
+      std::this_thread::yield();
+  }
+}
+
+void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& lock) {
+  // Its counts move to outside_ under the lock stats() holds: no snapshot
+  // sees them twice or not at all. Nothing else writes them now (it is idle).
+  const Counters& gone = worker->counters;
+  outside_.tasks.fetch_add(gone.tasks.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  outside_.completed.fetch_add(gone.completed.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  outside_.failed.fetch_add(gone.failed.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  outside_.cancelled.fetch_add(gone.cancelled.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  exited_.push_back(std::move(worker->thread));
+  workers_.remove_if([worker](const Worker& w) { return &w == worker; });
+  // seq_cst, then the seq_cst size of inject_: a lock-free submitter pushes
+  // and then reads poolSizeMirror_, so one of the two starts a thread.
+  poolSizeMirror_.store(workers_.size(), std::memory_order_seq_cst);
+  if (blockedProducers_ > 0) roomAvailable_.notify_all();  // room for a new thread
+  if (workers_.empty() && ((sharedQueuedLocked() > 0 && state_ != PoolState::stop) || !continuations_.empty())) {
+    // Never leave queued work without a thread (the pool was resized or all
+    // threads timed out while a task arrived).
+    FactoryErrors errors;
+    PendingTask none;
+    addWorkerLocked(none, errors);
+    if (!errors.empty()) {
+      lock.unlock();
+      reportFactoryErrors(errors);
+      lock.lock();
+    }
+  }
+  tryTerminateLocked(lock);
+}
+
+void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
+  if (state_ == PoolState::running || state_ == PoolState::terminated || terminating_) return;
+  if (!workers_.empty() || !quiescentLocked()) return;
+  if (state_ == PoolState::shutdown && sharedQueuedLocked() > 0) return;
+  terminating_ = true;
+  if (hooks_.terminated) {
+    lock.unlock();
+    try {
+      hooks_.terminated();
+    } catch (...) {
+      printDropped("the terminated hook", name_, tlsPool == this ? "(pool thread)" : "(caller)",
+                   std::current_exception());
+    }
+    lock.lock();
+  }
+  setStateLocked(PoolState::terminated);
+  terminating_ = false;
+  terminated_.notify_all();
+}
+
+}  // namespace detail
+
+void ThreadPoolExecutor::shutdown() {
+  detail::PoolImpl& p = *impl_;
+  std::unique_lock lock(p.mutex_);
+  if (p.state_ == PoolState::running) p.setStateLocked(PoolState::shutdown);
+  p.waitAdmissionsLocked();  // every lock-free push has landed or will be refused
+  p.waitFinishersLocked();   // every coroutine that finished unlocked is off the in-flight count
+  detail::PoolImpl::FactoryErrors errors;
+  if (p.workers_.empty() && p.sharedQueuedLocked() > 0 && p.state_ == PoolState::shutdown) {
+    PendingTask none;  // queued work whose thread failed to start: try again to drain it
+    p.addWorkerLocked(none, errors);
+  }
+  p.wakeAllLocked();
+  p.roomAvailable_.notify_all();
+  p.tryTerminateLocked(lock);
+  lock.unlock();
+  p.reportFactoryErrors(errors);
+}
+
+std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
+  detail::PoolImpl& p = *impl_;
+  std::vector<PendingTask> unrun;
+  std::vector<PendingTask> cancelled;
+  std::vector<detail::Ref<detail::TaskCore>> running;
+  {
+    std::unique_lock lock(p.mutex_);
+    if (p.state_ == PoolState::running || p.state_ == PoolState::shutdown) p.setStateLocked(PoolState::stop);
+    p.waitAdmissionsLocked();  // every lock-free push has landed or will be refused
+    p.waitFinishersLocked();   // every coroutine that finished unlocked is off the in-flight count
+    std::vector<PendingTask> queued = p.drainSharedLocked();
+    p.releaseQueued(queued.size());
+    p.publishSharedWorkLocked();
+    p.drainLocalsLocked(queued);  // after the shared queue: it holds the older tasks
+    for (PendingTask& task : queued) {
+      if (task.isCancelled()) {
+        p.outside_.cancelled.fetch_add(1, std::memory_order_relaxed);
+        cancelled.push_back(std::move(task));
+      } else {
+        ++p.drained_;
+        unrun.push_back(std::move(task));
+      }
+    }
+    for (auto& worker : p.workers_) {
+      std::lock_guard local(worker.localMutex);
+      if (worker.current) running.push_back(worker.current);
+    }
+    {
+      std::lock_guard inFlightLock(p.inFlightMutex_);
+      for (detail::TaskCore* task : p.inFlightTasks_) {
+        task->addRef();  // alive: coroutineFinished() removes it under this mutex before releasing it
+        running.push_back(detail::Ref<detail::TaskCore>::adopt(task));
+      }
+    }
+    p.wakeAllLocked();
+    p.roomAvailable_.notify_all();
+    p.tryTerminateLocked(lock);
+  }
+  // Outside the lock: token callbacks and capture destructors are user code.
+  for (auto& task : running)
+    task->requestTokenCancellation();
+  return unrun;
+}
+
+bool ThreadPoolExecutor::awaitTermination(std::chrono::nanoseconds timeout) {
+  detail::PoolImpl& p = *impl_;
+  if (detail::currentPool() == &p) {
+    throw std::logic_error(fmt::format(
+        "coexec::ThreadPoolExecutor::awaitTermination called from thread of pool '{}' itself: the pool cannot "
+        "terminate while this thread runs a task",
+        p.name_));
+  }
+  std::unique_lock lock(p.mutex_);
+  return p.terminated_.wait_until(lock, detail::deadlineAfter(timeout),
+                                  [&] { return p.state_ == PoolState::terminated; });
+}
+
+void ThreadPoolExecutor::close() {
+  detail::PoolImpl& p = *impl_;
+  if (detail::currentPool() == &p) {
+    throw std::logic_error(fmt::format(
+        "coexec::ThreadPoolExecutor::close (or the destructor) called from a thread of pool '{}' itself: a pool "
+        "cannot wait for its own threads",
+        p.name_));
+  }
+  shutdown();
+  std::vector<std::thread> threads;
+  {
+    std::unique_lock lock(p.mutex_);
+    p.terminated_.wait(lock, [&] { return p.state_ == PoolState::terminated; });
+    threads.swap(p.exited_);
+  }
+  for (std::thread& t : threads)
+    t.join();
+}
+
+bool ThreadPoolExecutor::isShutdown() const {
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->state_ != PoolState::running;
+}
+
+bool ThreadPoolExecutor::isTerminating() const {
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->state_ == PoolState::shutdown || impl_->state_ == PoolState::stop;
+}
+
+bool ThreadPoolExecutor::isTerminated() const {
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->state_ == PoolState::terminated;
+}
+
+bool ThreadPoolExecutor::prestartCoreThread() { return impl_->startWorkers(1, false) == 1; }
+
+std::size_t ThreadPoolExecutor::prestartAllCoreThreads() {
+  return impl_->startWorkers(std::numeric_limits<std::size_t>::max(), false);
+}
+
+void ThreadPoolExecutor::setCorePoolSize(std::size_t corePoolSize) {
+  detail::PoolImpl& p = *impl_;
+  std::size_t grow = 0;
+  {
+    std::lock_guard lock(p.mutex_);
+    if (corePoolSize > p.maximumPoolSize_) {
+      throw std::invalid_argument(
+          fmt::format("coexec::ThreadPoolExecutor::setCorePoolSize: corePoolSize ({}) must not be greater than "
+                      "maximumPoolSize ({})",
+                      corePoolSize, p.maximumPoolSize_));
+    }
+    grow = corePoolSize > p.corePoolSize_ ? corePoolSize - p.corePoolSize_ : 0;
+    p.corePoolSize_ = corePoolSize;
+    p.coreMirror_.store(corePoolSize, std::memory_order_relaxed);
+    if (p.workers_.size() > corePoolSize) p.wakeAllLocked();  // surplus threads become timed
+  }
+  if (grow > 0) p.startWorkers(grow, true);
+}
+
+void ThreadPoolExecutor::setMaximumPoolSize(std::size_t maximumPoolSize) {
+  detail::PoolImpl& p = *impl_;
+  std::lock_guard lock(p.mutex_);
+  if (maximumPoolSize == 0 || maximumPoolSize < p.corePoolSize_) {
+    throw std::invalid_argument(
+        fmt::format("coexec::ThreadPoolExecutor::setMaximumPoolSize: maximumPoolSize must be at least 1 and at least "
+                    "corePoolSize ({}), got {}",
+                    p.corePoolSize_, maximumPoolSize));
+  }
+  p.maximumPoolSize_ = maximumPoolSize;
+  p.wakeAllLocked();
+  if (p.blockedProducers_ > 0) p.roomAvailable_.notify_all();
+}
+
+void ThreadPoolExecutor::setKeepAliveTime(std::chrono::nanoseconds keepAliveTime) {
+  if (keepAliveTime < std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument(fmt::format(
+        "coexec::ThreadPoolExecutor::setKeepAliveTime: keepAliveTime must be non-negative, got {}", keepAliveTime));
+  }
+  detail::PoolImpl& p = *impl_;
+  std::lock_guard lock(p.mutex_);
+  p.keepAliveTime_ = keepAliveTime;
+  p.wakeAllLocked();
+}
+
+void ThreadPoolExecutor::allowCoreThreadTimeOut(bool value) {
+  detail::PoolImpl& p = *impl_;
+  std::lock_guard lock(p.mutex_);
+  p.allowCoreThreadTimeOut_ = value;
+  p.wakeAllLocked();
+}
+
+}  // namespace coexec

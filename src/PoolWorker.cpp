@@ -1,0 +1,515 @@
+// The worker loop and scheduling: what a worker runs next and how it waits.
+//
+// Order of service for a worker: its next-continuation slot, a yield that is
+// due, its own local queue (newest first), the shared ring (oldest first),
+// then under mutex_ (takeWorkLocked): a hand-off, the shared continuations,
+// the ring again, queue_, other workers' slots, local queues (oldest first)
+// and yields, a short spin without the lock, and finally parking on its own
+// condition variable (idleWorkers_, LIFO).
+//
+// Invariants:
+// - No lost wake-up: whoever makes work available without the lock
+//   publishes it (seq_cst) and then reads searching_ / idleCount_; a
+//   worker about to park announces itself (seq_cst) and then looks at every
+//   queue and slot again; one of the two sees the other.
+// - A worker never exits while its yields or the pool's continuations wait.
+// - activeCount counts a worker from the moment it is given work until the
+//   item returns; a hand-off is counted by the thread that hands it over.
+// Locks: mutex_ for the idle stack, queue_, continuations_ and the worker
+// list; a worker's localMutex for its `current` task and its yields (lock
+// order: mutex_, then localMutex).
+
+#include "coexec/ThreadPoolExecutor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "PoolImpl.h"
+#include "SpinWait.h"
+
+namespace coexec::detail {
+
+void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
+  tlsPool = this;
+  tlsWorker = worker;
+  tlsWorkerName = &worker->name;
+  exchangeCurrentScheduler(this);
+  std::vector<std::thread> toJoin;
+  {
+    std::lock_guard lock(mutex_);  // also waits until addWorkerLocked stored our std::thread
+    toJoin.swap(exited_);
+  }
+  for (std::thread& t : toJoin)
+    t.join();  // reap threads of workers that exited earlier
+  toJoin.clear();
+
+  // A worker started with a first task counts as active from its creation
+  // (addWorkerLocked), so that activeCount never lags behind taskCount.
+  if (first) execute(*worker, Work{std::move(first), {}, true});
+  while (true) {
+    Work work;
+    if (void* next = worker->nextContinuation.exchange(nullptr, std::memory_order_acquire)) {
+      work.continuation = std::coroutine_handle<>::from_address(next);
+    } else if (std::coroutine_handle<> yielded = takeYield(*worker, /*force=*/false)) {
+      work = Work{{}, yielded, false, true};
+    } else {
+      work = popLocal(*worker);
+      if (!work) work = popInject(/*locked=*/false);
+    }
+    if (!work) {
+      std::unique_lock lock(mutex_);
+      work = takeWorkLocked(*worker, lock);
+      if (!work) {
+        workerExitedLocked(worker, lock);
+        break;
+      }
+    }
+    // Counts toward the yields waiting behind the work that was queued.
+    if (!work.yield && worker->yieldCount.load(std::memory_order_relaxed) > 0) {
+      worker->ranSinceYield.store(worker->ranSinceYield.load(std::memory_order_relaxed) + 1,
+                                  std::memory_order_relaxed);
+    }
+    execute(*worker, std::move(work));
+  }
+  exchangeCurrentScheduler(nullptr);
+  tlsWorkerName = nullptr;
+  tlsWorker = nullptr;
+  tlsPool = nullptr;
+}
+
+void PoolImpl::execute(Worker& worker, Work work) {
+  Counters& counters = worker.counters;  // this thread's own (see Counters)
+  if (!work.counted) addOwn<std::size_t>(counters.active, 1, std::memory_order_relaxed);
+  if (work.continuation) {
+    resume(work.continuation);
+    addOwn<std::size_t>(counters.active, -1, std::memory_order_relaxed);
+    return;
+  }
+  Ref<TaskCore> task = std::move(work.task);
+  // Only a task with a token can observe shutdownNow(): track just those.
+  const bool tracked = task->hasToken();
+  if (tracked) {
+    bool stopped = false;
+    {
+      std::lock_guard local(worker.localMutex);
+      worker.current = task;
+      // shutdownNow() stores STOP and then reads every worker's current under
+      // its localMutex: it either sees this task, or we see STOP here. A task
+      // handed over or popped just before shutdownNow() (and so neither
+      // drained nor seen running) starts with its token cancelled.
+      stopped = stateMirror_.load(std::memory_order_seq_cst) == PoolState::stop;
+    }
+    if (stopped) task->requestTokenCancellation();  // outside the lock: callbacks are user code
+  }
+  if (!task->tryStart()) {  // cancelled while queued
+    addOwn<std::uint64_t>(counters.cancelled, 1, std::memory_order_release);
+  } else if (task->isCoroutine()) {
+    const TaskInfo info{name_, worker.name, task->hasFuture(), task->priority()};
+    bool started = true;
+    if (hooks_.beforeExecute) {
+      try {
+        hooks_.beforeExecute(info);
+      } catch (...) {
+        const std::exception_ptr error = std::current_exception();
+        task->failRunning(error);
+        if (!task->hasFuture()) reportUncaught(error, info);
+        started = false;
+        addOwn<std::uint64_t>(counters.failed, 1, std::memory_order_release);
+      }
+    }
+    if (started) {
+      const auto shard = static_cast<std::uint32_t>(worker.number % kInFlightShards);
+      task->inFlightShard = shard;
+      inFlight_[shard].count.fetch_add(1, std::memory_order_seq_cst);
+      if (tracked) {  // shutdownNow() cancels the tokens of coroutines in flight
+        std::lock_guard lock(inFlightMutex_);
+        inFlightTasks_.push_back(task.get());
+      }
+      // Hands over our reference. Counted by coroutineFinished(), maybe
+      // before this returns.
+      task.detach()->startCoroutine(this);
+    }
+  } else {
+    count(runTask(worker, *task).outcome);
+  }
+  if (tracked) {
+    std::lock_guard local(worker.localMutex);
+    worker.current = Ref<TaskCore>();
+  }
+  task = Ref<TaskCore>();  // user captures are destroyed here, outside every lock
+  addOwn<std::size_t>(counters.active, -1, std::memory_order_relaxed);
+}
+
+RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
+  const TaskInfo info{name_, worker.name, task.hasFuture(), task.priority()};
+  if (hooks_.beforeExecute) {
+    try {
+      hooks_.beforeExecute(info);
+    } catch (...) {
+      const std::exception_ptr error = std::current_exception();
+      task.failRunning(error);
+      if (!task.hasFuture()) reportUncaught(error, info);
+      return {Outcome::failed, error};
+    }
+  }
+  RunResult result = task.run();
+  if (hooks_.afterExecute) {
+    try {
+      hooks_.afterExecute(info, result.error);
+    } catch (...) {
+      printDropped("the afterExecute hook", name_, worker.name, std::current_exception());
+    }
+  }
+  if (result.outcome == Outcome::failed && !task.hasFuture()) reportUncaught(result.error, info);
+  return result;
+}
+
+PoolImpl::Counters& PoolImpl::countersHere() noexcept {
+  return tlsPool == this && tlsWorker != nullptr ? tlsWorker->counters : outside_;
+}
+
+void PoolImpl::count(Outcome outcome) noexcept {
+  // release: a stats() reader that sees the outcome sees the task's admission
+  // (which happened before the task was handed to this thread).
+  const bool own = tlsPool == this && tlsWorker != nullptr;
+  Counters& counters = own ? tlsWorker->counters : outside_;
+  std::atomic<std::uint64_t>& counter = outcome == Outcome::completed ? counters.completed
+                                        : outcome == Outcome::failed  ? counters.failed
+                                                                      : counters.cancelled;
+  if (own) {
+    addOwn<std::uint64_t>(counter, 1, std::memory_order_release);
+  } else {
+    counter.fetch_add(1, std::memory_order_release);  // outside_ has many writers
+  }
+}
+
+bool PoolImpl::quiescentLocked() const noexcept {
+  return continuations_.empty() && inFlightLocked() == 0 && !anyLocalWorkLocked();
+}
+
+bool PoolImpl::tryPushLocal(PendingTask& task) {
+  Worker* worker = tlsWorker;
+  if (!localQueues_ || worker == nullptr || tlsPool != this) return false;
+  // Below corePoolSize, admission starts a new thread for the task (step 1):
+  // the task must not wait behind its submitter.
+  if (poolSizeMirror_.load(std::memory_order_relaxed) < coreMirror_.load(std::memory_order_relaxed)) return false;
+  // The capacity of bounded(n) covers the local queues too.
+  if (!reserveQueued()) return false;
+  if (stateMirror_.load(std::memory_order_seq_cst) != PoolState::running) {
+    releaseQueued();
+    return false;
+  }
+  task.core_->owner = this;
+  addOwn<std::uint64_t>(worker->counters.tasks, 1, std::memory_order_relaxed);  // before anyone can run it
+  // The seq_cst push, then seq_cst loads of searching_ and idleCount_: pairs
+  // with a parking worker that stores idleCount_ and then reads every local
+  // queue's size, and with a searcher that decrements searching_ before it
+  // looks again, so one of the two sees the other (no lost wake-up).
+  //
+  // shutdownNow() stores STOP and then drains the local queues. A push that
+  // passed the check above just before it is either drained or, if it lands
+  // after the drain, run by this worker (which pops its own queue before it
+  // can exit), like a task a worker dequeued just before the drain.
+  std::size_t queued = 0;
+  try {
+    queued = worker->local.push(task.core_.get());  // throws only if its array cannot grow
+  } catch (...) {
+    addOwn<std::uint64_t>(worker->counters.tasks, -1, std::memory_order_relaxed);
+    releaseQueued();
+    throw;
+  }
+  task.core_.detach();  // the queue holds the reference now
+  if (searching_.load(std::memory_order_seq_cst) > 0) {
+    // Tell the searcher only when there is more than this worker will take
+    // next: a lone task (a chain, each task submitting the next) stays with
+    // its submitter, which runs it as soon as the current task returns. If
+    // the submitter blocks instead, the searcher steals it when its spin
+    // window ends, on its way to parking.
+    if (queued >= 2) localSignal_.fetch_add(1, std::memory_order_relaxed);
+  } else if (idleCount_.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard lock(mutex_);
+    wakeOneLocked();
+  }
+  return true;
+}
+
+std::coroutine_handle<> PoolImpl::takeYield(Worker& worker, bool force) noexcept {
+  if (worker.yieldCount.load(std::memory_order_relaxed) == 0) return {};
+  std::lock_guard local(worker.localMutex);
+  if (worker.yields.empty()) return {};
+  if (!force && worker.ranSinceYield.load(std::memory_order_relaxed) < worker.yields.at(0).waiting) return {};
+  const std::coroutine_handle<> handle = worker.yields.pop().handle;
+  worker.yieldCount.store(worker.yields.size(), std::memory_order_relaxed);
+  worker.ranSinceYield.store(0, std::memory_order_relaxed);
+  return handle;
+}
+
+void PoolImpl::leftQueue(bool locked) noexcept {
+  // seq_cst decrement, then seq_cst read of blockedMirror_: a block()
+  // producer stores blockedMirror_ and then reads queued_ (reserveQueued),
+  // both seq_cst, so either it sees the place or we see it waiting.
+  releaseQueued();
+  if (blockedMirror_.load(std::memory_order_seq_cst) == 0) return;
+  if (locked) {
+    roomAvailable_.notify_all();
+  } else {
+    std::lock_guard lock(mutex_);  // a producer between its check and its wait holds the lock
+    roomAvailable_.notify_all();
+  }
+}
+
+PoolImpl::Work PoolImpl::popInject(bool locked) {
+  TaskCore* raw = nullptr;
+  if (!inject_ || !inject_->tryPop(raw)) return {};
+  leftQueue(locked);
+  // More behind it and nobody searching: get a parked worker going. (Cheapest
+  // test first: idleCount_ rarely changes, the ring's tail every push.)
+  if (idleCount_.load(std::memory_order_seq_cst) > 0 && searching_.load(std::memory_order_seq_cst) == 0 &&
+      !inject_->empty()) {
+    if (locked) {
+      wakeOneLocked();
+    } else {
+      std::lock_guard lock(mutex_);
+      wakeOneLocked();
+    }
+  }
+  return Work{Ref<TaskCore>::adopt(raw), {}, false};
+}
+
+PoolImpl::Work PoolImpl::popLocal(Worker& worker) {
+  TaskCore* raw = nullptr;
+  if (!worker.local.pop(raw)) return {};
+  leftQueue(/*locked=*/false);
+  return Work{Ref<TaskCore>::adopt(raw), {}, false};
+}
+
+bool PoolImpl::stealFrom(Worker& victim, Ref<TaskCore>& out) noexcept {
+  // Requires: mutex_ held (every caller holds it).
+  TaskCore* raw = nullptr;
+  while (true) {
+    switch (victim.local.steal(raw)) {
+      case WorkStealingDeque<TaskCore*>::Steal::taken:
+        leftQueue(/*locked=*/true);
+        out = Ref<TaskCore>::adopt(raw);
+        return true;
+      case WorkStealingDeque<TaskCore*>::Steal::empty: return false;
+      case WorkStealingDeque<TaskCore*>::Steal::contended: break;  // someone else took that one: look again
+    }
+  }
+}
+
+PoolImpl::Work PoolImpl::stealLocked(Worker& thief) {
+  for (Worker& victim : workers_) {
+    // A continuation its worker has not resumed yet (it may be blocked).
+    if (&victim == &thief || victim.nextContinuation.load(std::memory_order_relaxed) == nullptr) continue;
+    if (void* next = victim.nextContinuation.exchange(nullptr, std::memory_order_acquire)) {
+      return Work{{}, std::coroutine_handle<>::from_address(next), false};
+    }
+  }
+  for (Worker& victim : workers_) {
+    if (&victim == &thief) continue;
+    if (Ref<TaskCore> task; stealFrom(victim, task)) return Work{std::move(task), {}, false};
+  }
+  for (Worker& victim : workers_) {  // a yield its worker has not come back to (it may be blocked)
+    if (&victim == &thief) continue;
+    if (std::coroutine_handle<> yielded = takeYield(victim, /*force=*/true)) return Work{{}, yielded, false, true};
+  }
+  return {};
+}
+
+bool PoolImpl::anyLocalWorkLocked() const noexcept {
+  for (const Worker& worker : workers_) {
+    if (worker.local.size() > 0) return true;
+    if (worker.nextContinuation.load(std::memory_order_seq_cst) != nullptr) return true;
+    if (worker.yieldCount.load(std::memory_order_seq_cst) > 0) return true;
+  }
+  return false;
+}
+
+PendingTask PoolImpl::takeOldestLocked() {
+  TaskCore* raw = nullptr;
+  if (inject_ && inject_->tryPop(raw)) {  // the ring holds the oldest shared tasks
+    leftQueue(/*locked=*/true);
+    return PendingTask(Ref<TaskCore>::adopt(raw));
+  }
+  if (PendingTask task = queue_.poll(); task.valid()) {
+    leftQueue(/*locked=*/true);
+    return task;
+  }
+  // The shared queue is empty: any places are held by tasks the pool's own
+  // threads submitted. The oldest of the first local queue that has one goes
+  // (each worker's oldest: the one thieves take first).
+  for (Worker& worker : workers_) {
+    if (Ref<TaskCore> task; stealFrom(worker, task)) return PendingTask(std::move(task));
+  }
+  return {};
+}
+
+void PoolImpl::drainLocalsLocked(std::vector<PendingTask>& into) {
+  for (Worker& worker : workers_) {
+    for (Ref<TaskCore> task; stealFrom(worker, task);)  // oldest first
+      into.push_back(PendingTask(std::move(task)));
+  }
+}
+
+bool PoolImpl::wakeOneLocked() {
+  if (idleWorkers_.empty()) return false;
+  Worker* worker = idleWorkers_.back();
+  idleWorkers_.pop_back();
+  idleCount_.store(idleWorkers_.size(), std::memory_order_relaxed);
+  worker->signalled = true;
+  worker->wake.notify_one();
+  return true;
+}
+
+void PoolImpl::wakeAllLocked() {
+  while (wakeOneLocked()) {
+  }
+}
+
+bool PoolImpl::handOffLocked(PendingTask& task) {
+  if (idleWorkers_.empty()) return false;
+  Worker* worker = idleWorkers_.back();
+  worker->handoff = std::move(task.core_);
+  worker->counters.active.fetch_add(1, std::memory_order_relaxed);
+  worker->counters.tasks.fetch_add(1, std::memory_order_relaxed);
+  wakeOneLocked();
+  return true;
+}
+
+namespace {
+
+/// How long a worker spins for work before it parks. Longer than a typical
+/// gap between submissions of a busy producer, far shorter than the ~25 us
+/// a futex wake-up costs the submitter and the wakee together.
+constexpr auto kSpinWindow = std::chrono::microseconds(20);
+
+}  // namespace
+
+void PoolImpl::spinForWorkLocked(std::unique_lock<std::mutex>& lock) {
+  // Synchronous and priority queues keep the plain protocol: a hand-off needs
+  // a parked worker on the idle stack, and a priority queue is the slow path.
+  if (!localQueues_ || state_ != PoolState::running) return;
+  searching_.fetch_add(1, std::memory_order_seq_cst);
+  const std::size_t signal = localSignal_.load(std::memory_order_relaxed);
+  lock.unlock();
+  spinUntil(
+      [&] {
+        // A fork that saw searching_ == 0 does not signal; the recheck under
+        // the lock after the window finds its task.
+        return sharedWork_.load(std::memory_order_seq_cst) > 0 ||
+               localSignal_.load(std::memory_order_relaxed) != signal || !inject_->empty() ||
+               stateMirror_.load(std::memory_order_relaxed) != PoolState::running;
+      },
+      kSpinWindow);
+  // Before the lock: a submitter that saw us searching (and did not wake
+  // anyone) published its task before it read searching_, so the recheck
+  // under the lock finds it.
+  searching_.fetch_sub(1, std::memory_order_seq_cst);
+  lock.lock();
+}
+
+void PoolImpl::wakeHelperLocked() {
+  // Work remains after the taker's share: get another worker going, unless
+  // one is already searching (it will find the rest).
+  const bool more = sharedWork_.load(std::memory_order_relaxed) > 0 || (inject_ && !inject_->empty());
+  if (more && searching_.load(std::memory_order_seq_cst) == 0) {
+    wakeOneLocked();
+  }
+}
+
+void PoolImpl::refillLocked() {
+  // Moves the overflow's oldest tasks into the ring, in order, so that the
+  // workers take them without the lock; new submissions keep going to queue_
+  // (behind them) until it is empty.
+  for (std::size_t moved = 0; moved < inject_->capacity() / 2 && !queue_.empty(); ++moved) {
+    std::size_t pos = 0;
+    if (!inject_->tryClaim(pos)) break;
+    inject_->publish(pos, queue_.poll().core_.detach());
+  }
+  if (queue_.empty()) overflow_.store(false, std::memory_order_release);
+}
+
+PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mutex>& lock) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point idleSince{};  // read the clock only once there is nothing to do
+  bool waited = false;
+  bool spun = false;
+  while (true) {
+    if (worker.handoff) return Work{std::move(worker.handoff), {}, true};
+    // Its own yields are continuations of admitted work too (run even after
+    // shutdown): one that is due now, or any before the worker would exit.
+    if (std::coroutine_handle<> yielded = takeYield(worker, /*force=*/false)) return Work{{}, yielded, false, true};
+    const auto exitUnlessYields = [&worker]() -> Work {
+      if (std::coroutine_handle<> yielded = takeYield(worker, /*force=*/true)) return Work{{}, yielded, false, true};
+      return {};
+    };
+    // Continuations first: they finish work already admitted, even after shutdown.
+    if (!continuations_.empty()) {
+      Work work{{}, continuations_.pop(), false};
+      publishSharedWorkLocked();
+      wakeHelperLocked();
+      return work;
+    }
+    const std::size_t inFlight = inFlightLocked();
+    if (state_ == PoolState::stop && inFlight == 0) return exitUnlessYields();
+    const std::size_t shared = sharedQueuedLocked();
+    if (state_ == PoolState::shutdown && shared == 0 && inFlight == 0 && !anyLocalWorkLocked()) return {};
+    const std::size_t size = workers_.size();
+    // Above max (after setMaximumPoolSize): exit, unless we are the last thread
+    // and there is queued work.
+    if (size > maximumPoolSize_ && (size > 1 || shared == 0)) return exitUnlessYields();
+    if (Work work = popInject(/*locked=*/true)) return work;
+    if (inject_ && !inject_->empty()) {  // a push between claim and publish: a moment
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+      continue;
+    }
+    if (PendingTask next = queue_.poll(); next.valid()) {
+      releaseQueued();
+      if (inject_) refillLocked();  // the ring is empty: the overflow's oldest go back to it
+      publishSharedWorkLocked();
+      wakeHelperLocked();
+      if (blockedProducers_ > 0) roomAvailable_.notify_all();
+      return Work{std::move(next.core_), {}, false};
+    }
+    if (Work stolen = stealLocked(worker)) return stolen;
+    if (Work yielded = exitUnlessYields()) return yielded;  // nothing else is waiting
+    if (!spun) {
+      spun = true;
+      spinForWorkLocked(lock);
+      continue;  // the state may have changed while the lock was released
+    }
+    const bool timed = allowCoreThreadTimeOut_ || size > corePoolSize_;
+    if (idleSince == Clock::time_point{}) idleSince = Clock::now();
+    const auto deadline = idleSince + std::chrono::duration_cast<Clock::duration>(keepAliveTime_);
+    // An idle thread may time out even while coroutines are in flight: a
+    // continuation posted to a pool without threads starts one.
+    if (timed && waited && Clock::now() >= deadline) return exitUnlessYields();
+    worker.signalled = false;
+    idleWorkers_.push_back(&worker);
+    idleCount_.store(idleWorkers_.size(), std::memory_order_seq_cst);
+    // Pushed (locally or to inject_, without the lock) before it could see us
+    // idle: take it instead of sleeping.
+    if (anyLocalWorkLocked() || (inject_ && !inject_->empty())) {
+      idleWorkers_.pop_back();
+      idleCount_.store(idleWorkers_.size(), std::memory_order_relaxed);
+      continue;
+    }
+    if (blockedProducers_ > 0) roomAvailable_.notify_all();  // an idle thread is room for a hand-off
+    if (timed) {
+      worker.wake.wait_until(lock, deadline, [&] { return worker.signalled; });
+    } else {
+      worker.wake.wait(lock, [&] { return worker.signalled; });
+    }
+    if (!worker.signalled) {  // timed out: leave the idle stack
+      idleWorkers_.erase(std::find(idleWorkers_.begin(), idleWorkers_.end(), &worker));
+      idleCount_.store(idleWorkers_.size(), std::memory_order_relaxed);
+    }
+    waited = true;
+  }
+}
+
+}  // namespace coexec::detail
