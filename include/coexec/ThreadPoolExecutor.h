@@ -58,6 +58,21 @@ class ResumeOnAwaiter;
 /// rejected one is counted and its Future, if any, settles. See PoolStats for
 /// the ledger the counters keep.
 ///
+/// Releasing tasks: a plain callable is destroyed, with its captures, on the
+/// thread that ran it as soon as it returns, before its Future settles. A
+/// coroutine task is released when its coroutine finishes, on the thread that
+/// finished it and before its Future settles: first the coroutine frame (with
+/// a submitted Task's parameters), then the callable (with a lambda
+/// coroutine's captures, which the frame uses until it is destroyed). So once
+/// get() returns or `co_await` resumes, nothing the task captured is alive,
+/// whether the Future is kept or dropped, and no later work on the pool is
+/// needed to free it; the Future holds only the result (a result returned by
+/// reference must not refer to a capture). A task that settles without
+/// starting (cancelled while queued, discarded, rejected, returned by
+/// shutdownNow() and dropped, or failed by a throwing beforeExecute hook)
+/// keeps its callable until its last reference goes: its Future's, and the
+/// queue's until a thread skips it or purge() removes it.
+///
 /// Lifecycle: RUNNING --shutdown()--> SHUTDOWN --(queue empty, no threads)-->
 /// TERMINATED, or RUNNING/SHUTDOWN --shutdownNow()--> STOP --(no threads)-->
 /// TERMINATED. SHUTDOWN refuses new tasks and runs the queued ones; STOP
@@ -88,13 +103,14 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// for itself; it prints the error and aborts the program.
   ~ThreadPoolExecutor();
 
-  /// Runs `f()` (or `f(token)`) on the pool, fire-and-forget. `f` may also be
-  /// a Task<void>, or a callable returning one: the coroutine starts on a pool
-  /// thread, and the pool keeps the callable (and its captures) alive until
-  /// the coroutine finishes. Never blocks, except under block() and
-  /// callerRuns() (see RejectionPolicy). An exception that escapes `f` (or
-  /// the coroutine) on the pool goes to the uncaught-exception handler exactly
-  /// once (an OperationCancelled is counted as a cancellation, not reported).
+  /// Runs `f()` (or `f(token)`) on the pool, fire-and-forget. `f` may also be a
+  /// Task<void>, or a callable returning one: the coroutine starts on a pool
+  /// thread, and the pool keeps the callable (and its captures) alive until the
+  /// coroutine finishes, and releases it then (see "Releasing tasks"). Never
+  /// blocks, except under block() and callerRuns() (see RejectionPolicy). An
+  /// exception that escapes `f` (or the coroutine) on the pool goes to the
+  /// uncaught-exception handler exactly once (an OperationCancelled is counted
+  /// as a cancellation, not reported).
   /// \throws std::invalid_argument if `f` is an empty std::function or null
   /// pointer. \throws RejectedExecution under abort() and block() (after its
   /// timeout, or after shutdown), and after shutdown under callerRuns(); what a
@@ -105,17 +121,18 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   }
 
   /// Runs `f()` (or `f(token)`: a callable taking a CancellationToken sees
-  /// cancel() and shutdownNow()) on the pool and returns its Future. `f` may
-  /// be a callable returning R, a callable returning Task<R> (the coroutine
-  /// runs on the pool, which keeps the callable and its captures alive until
-  /// the coroutine finishes: a lambda coroutine's captures cannot dangle), or
-  /// a Task<R> itself (passed as an rvalue). All go through the same
-  /// admission. `co_await` the Future, or wait on it from a plain thread.
-  /// A coroutine task counts in taskCount once; while suspended it is not
-  /// active, and its resumptions are continuations, not new tasks. Never
-  /// blocks, except under block() and callerRuns(). The callable's exception
-  /// goes to the Future. `priority` orders tasks in a priority() queue
-  /// (higher first) and is ignored by the other queues.
+  /// cancel() and shutdownNow()) on the pool and returns its Future. `f` may be
+  /// a callable returning R, a callable returning Task<R> (the coroutine runs
+  /// on the pool, which keeps the callable and its captures alive until the
+  /// coroutine finishes: a lambda coroutine's captures cannot dangle; and
+  /// releases them before the Future settles: see "Releasing tasks"), or a
+  /// Task<R> itself (passed as an rvalue). All go through the same admission.
+  /// `co_await` the Future, or wait on it from a plain thread. A coroutine task
+  /// counts in taskCount once; while suspended it is not active, and its
+  /// resumptions are continuations, not new tasks. Never blocks, except under
+  /// block() and callerRuns(). The callable's exception goes to the Future.
+  /// `priority` orders tasks in a priority() queue (higher first) and is
+  /// ignored by the other queues.
   /// \throws std::invalid_argument if `f` is an empty std::function, a null
   /// pointer or an empty Task. \throws RejectedExecution under abort() and
   /// block() (after its timeout, or after shutdown); the other policies settle
