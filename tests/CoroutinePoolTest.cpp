@@ -132,6 +132,89 @@ TEST_CASE("submit of an empty Task is refused with std::invalid_argument", "[cor
   CHECK(pool.stats().taskCount == 0);
 }
 
+/// A Task<int> that has run to the end: co_awaited once through `task`.
+void awaitOnce(Task<int>& task) {
+  auto awaitIt = [](Task<int>& t) -> Task<int> { co_return co_await t; };
+  REQUIRE(syncWait(awaitIt(task)) == 2);
+  REQUIRE(task.valid());
+}
+
+/// The message of the std::logic_error `f` throws; fails the test if it throws
+/// nothing or something else.
+template <class F>
+std::string logicErrorOf(F&& f) {
+  try {
+    std::forward<F>(f)();
+  } catch (const std::logic_error& e) {
+    return e.what();
+  } catch (...) {
+    FAIL("threw something other than a std::logic_error");
+  }
+  FAIL("threw nothing");
+  return {};
+}
+
+TEST_CASE("a Task that was already awaited is refused with std::logic_error by every way of starting it",
+          "[coroutine][submit]") {
+  ThreadPoolExecutor pool(taggedPool("used", 1, 1, WorkQueue::bounded(8)));
+  Task<int> task = pong(1);
+  awaitOnce(task);
+  std::string message;
+  bool keptByCaller = true;  // refused before the pool took it
+  SECTION("submit") {
+    message = logicErrorOf([&] { (void)pool.submit(std::move(task)); });
+    CHECK_THAT(message, Catch::Matchers::StartsWith("coexec::ThreadPoolExecutor::submit: "));
+  }
+  SECTION("execute") {
+    message = logicErrorOf([&] { pool.execute(std::move(task)); });
+    CHECK_THAT(message, Catch::Matchers::StartsWith("coexec::ThreadPoolExecutor::execute: "));
+  }
+  SECTION("tryExecute") {
+    message = logicErrorOf([&] { (void)pool.tryExecute(std::move(task)); });
+    CHECK_THAT(message, Catch::Matchers::StartsWith("coexec::ThreadPoolExecutor::tryExecute: "));
+  }
+  SECTION("co_await") {
+    auto awaitAgain = [](Task<int>& t) -> Task<int> { co_return co_await t; };
+    message = logicErrorOf([&] { (void)syncWait(awaitAgain(task)); });
+    CHECK_THAT(message, Catch::Matchers::StartsWith("coexec::Task::operator co_await: "));
+  }
+  SECTION("syncWait") {
+    message = logicErrorOf([&] { (void)syncWait(std::move(task)); });
+    CHECK_THAT(message, Catch::Matchers::StartsWith("coexec::syncWait: "));
+    keptByCaller = false;  // syncWait's parameter took it
+  }
+  // One check for all of them: the same sentence after the caller's name.
+  CHECK_THAT(message, Catch::Matchers::Contains(": the Task was already started (co_awaited, run by syncWait or "
+                                                "submitted to a pool); a Task runs once"));
+  CHECK_THAT(message, Catch::Matchers::EndsWith("."));
+  CHECK(task.valid() == keptByCaller);  // NOLINT(bugprone-use-after-move): refused before the pool took it
+  const PoolStats stats = pool.stats();
+  CHECK(stats.taskCount == 0);
+  CHECK(stats.rejectedCount == 0);
+}
+
+TEST_CASE("submit of a moved-from Task throws std::logic_error naming the misuse", "[coroutine][submit]") {
+  ThreadPoolExecutor pool(taggedPool("moved", 1, 1, WorkQueue::bounded(8)));
+  Task<int> task = pong(1);
+  const int ran = syncWait(std::move(task));
+  CHECK(ran == 2);
+  // NOLINTNEXTLINE(bugprone-use-after-move): the misuse under test
+  const std::string message = logicErrorOf([&] { (void)pool.submit(std::move(task)); });
+  CHECK_THAT(message, Catch::Matchers::StartsWith("coexec::ThreadPoolExecutor::submit: the Task is empty"));
+  CHECK(pool.stats().taskCount == 0);
+}
+
+TEST_CASE("a callable returning a Task that was already awaited fails its Future with std::logic_error",
+          "[coroutine][submit]") {
+  ThreadPoolExecutor pool(taggedPool("usedc", 1, 1, WorkQueue::bounded(8)));
+  Task<int> task = pong(1);
+  awaitOnce(task);
+  Future<int> result = pool.submit([&task] { return std::move(task); });
+  const std::string message = logicErrorOf([&] { (void)result.get(); });
+  CHECK_THAT(message, Catch::Matchers::Contains("the Task was already started"));
+  CHECK(finalStats(pool).failedCount == 1);
+}
+
 TEST_CASE("a submitted coroutine's exception reaches its Future, awaited or waited on", "[coroutine][exceptions]") {
   ThreadPoolExecutor pool(taggedPool("cx", 1, 1, WorkQueue::bounded(8)));
   Future<void> waited = pool.submit(failingTask("waited"));

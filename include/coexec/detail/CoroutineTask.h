@@ -12,7 +12,6 @@
 #include <exception>
 #include <functional>
 #include <optional>
-#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -71,14 +70,13 @@ class CoroutineTask final : public ResultCore<R> {
         } else {
           task_ = std::invoke(*fn_);
         }
+        // A Task submitted as such was checked by submit(); one a callable
+        // returns is checked here, the same way.
+        (void)startableHandle(task_, "ThreadPoolExecutor::", this->hasFuture() ? "submit" : "execute");
       } catch (...) {
         complete(std::current_exception());
         return;
       }
-    }
-    if (!task_.valid()) {
-      complete(std::make_exception_ptr(std::logic_error("coexec: the submitted Task is empty")));
-      return;
     }
     task_.handle().promise().setCompletion(&CoroutineTask::onFinished, this);
     resume(task_.handle());  // `this` may be gone once this returns
