@@ -1,5 +1,6 @@
 // The coroutine layer's compiled parts: syncWait's run loop, resumeOn's hop,
-// and the checks that refuse blocking waits on a pool's own threads.
+// the checks that refuse blocking waits on a pool's own threads, and the error
+// for starting a Task twice.
 
 #include <atomic>
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <cstdio>
 #include <mutex>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -97,6 +99,18 @@ void resume(std::coroutine_handle<> handle) noexcept {
   while (trampoline.next)
     std::exchange(trampoline.next, {}).resume();
   current = outer;
+}
+
+void throwUnstartableTask(std::string_view scope, std::string_view operation, bool empty) {
+  if (empty) {
+    throw std::invalid_argument(fmt::format(
+        "coexec::{}{}: the Task is empty (default-constructed or moved from), so there is no coroutine to start.",
+        scope, operation));
+  }
+  throw std::logic_error(
+      fmt::format("coexec::{}{}: the Task was already started (co_awaited, run by syncWait or submitted to a pool); a "
+                  "Task runs once, and starting it again would resume a coroutine that is running or has finished.",
+                  scope, operation));
 }
 
 void reportUnobservedFailure(const std::exception_ptr& error) noexcept {

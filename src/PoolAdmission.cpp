@@ -171,7 +171,10 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
   launch->decide(true);
   if (first.valid()) {
     std::lock_guard local(worker->localMutex);
-    worker->current = std::move(first.core_);  // the worker owns it now; shutdownNow() can see it
+    // The worker owns it now (firstCore, which keeps this reference from being
+    // the last). Recorded for shutdownNow() only if it has a token, like in
+    // execute(), which clears the record of just those.
+    if (Ref<TaskCore> core = std::move(first.core_); core->hasToken()) worker->current = std::move(core);
     worker->counters.tasks.fetch_add(1, std::memory_order_relaxed);
     worker->counters.active.fetch_add(1, std::memory_order_relaxed);
   }

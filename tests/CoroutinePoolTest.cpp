@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -51,6 +52,7 @@ using coexec::test::holdsA;
 using coexec::test::kLong;
 using coexec::test::Lifetimes;
 using coexec::test::OpenOnExit;
+using coexec::test::releaseSignal;
 using coexec::test::taggedPool;
 using coexec::test::throwsA;
 using coexec::test::Tracker;
@@ -128,6 +130,89 @@ TEST_CASE("submit of an empty Task is refused with std::invalid_argument", "[cor
   ThreadPoolExecutor pool(taggedPool("empty", 1, 1, WorkQueue::bounded(8)));
   CHECK_THROWS_AS((void)pool.submit(Task<int>()), std::invalid_argument);
   CHECK(pool.stats().taskCount == 0);
+}
+
+/// A Task<int> that has run to the end: co_awaited once through `task`.
+void awaitOnce(Task<int>& task) {
+  auto awaitIt = [](Task<int>& t) -> Task<int> { co_return co_await t; };
+  REQUIRE(syncWait(awaitIt(task)) == 2);
+  REQUIRE(task.valid());
+}
+
+/// The message of the std::logic_error `f` throws; fails the test if it throws
+/// nothing or something else.
+template <class F>
+std::string logicErrorOf(F&& f) {
+  try {
+    std::forward<F>(f)();
+  } catch (const std::logic_error& e) {
+    return e.what();
+  } catch (...) {
+    FAIL("threw something other than a std::logic_error");
+  }
+  FAIL("threw nothing");
+  return {};
+}
+
+TEST_CASE("a Task that was already awaited is refused with std::logic_error by every way of starting it",
+          "[coroutine][submit]") {
+  ThreadPoolExecutor pool(taggedPool("used", 1, 1, WorkQueue::bounded(8)));
+  Task<int> task = pong(1);
+  awaitOnce(task);
+  std::string message;
+  bool keptByCaller = true;  // refused before the pool took it
+  SECTION("submit") {
+    message = logicErrorOf([&] { (void)pool.submit(std::move(task)); });
+    CHECK_THAT(message, Catch::Matchers::StartsWith("coexec::ThreadPoolExecutor::submit: "));
+  }
+  SECTION("execute") {
+    message = logicErrorOf([&] { pool.execute(std::move(task)); });
+    CHECK_THAT(message, Catch::Matchers::StartsWith("coexec::ThreadPoolExecutor::execute: "));
+  }
+  SECTION("tryExecute") {
+    message = logicErrorOf([&] { (void)pool.tryExecute(std::move(task)); });
+    CHECK_THAT(message, Catch::Matchers::StartsWith("coexec::ThreadPoolExecutor::tryExecute: "));
+  }
+  SECTION("co_await") {
+    auto awaitAgain = [](Task<int>& t) -> Task<int> { co_return co_await t; };
+    message = logicErrorOf([&] { (void)syncWait(awaitAgain(task)); });
+    CHECK_THAT(message, Catch::Matchers::StartsWith("coexec::Task::operator co_await: "));
+  }
+  SECTION("syncWait") {
+    message = logicErrorOf([&] { (void)syncWait(std::move(task)); });
+    CHECK_THAT(message, Catch::Matchers::StartsWith("coexec::syncWait: "));
+    keptByCaller = false;  // syncWait's parameter took it
+  }
+  // One check for all of them: the same sentence after the caller's name.
+  CHECK_THAT(message, Catch::Matchers::Contains(": the Task was already started (co_awaited, run by syncWait or "
+                                                "submitted to a pool); a Task runs once"));
+  CHECK_THAT(message, Catch::Matchers::EndsWith("."));
+  CHECK(task.valid() == keptByCaller);  // NOLINT(bugprone-use-after-move): refused before the pool took it
+  const PoolStats stats = pool.stats();
+  CHECK(stats.taskCount == 0);
+  CHECK(stats.rejectedCount == 0);
+}
+
+TEST_CASE("submit of a moved-from Task throws std::logic_error naming the misuse", "[coroutine][submit]") {
+  ThreadPoolExecutor pool(taggedPool("moved", 1, 1, WorkQueue::bounded(8)));
+  Task<int> task = pong(1);
+  const int ran = syncWait(std::move(task));
+  CHECK(ran == 2);
+  // NOLINTNEXTLINE(bugprone-use-after-move): the misuse under test
+  const std::string message = logicErrorOf([&] { (void)pool.submit(std::move(task)); });
+  CHECK_THAT(message, Catch::Matchers::StartsWith("coexec::ThreadPoolExecutor::submit: the Task is empty"));
+  CHECK(pool.stats().taskCount == 0);
+}
+
+TEST_CASE("a callable returning a Task that was already awaited fails its Future with std::logic_error",
+          "[coroutine][submit]") {
+  ThreadPoolExecutor pool(taggedPool("usedc", 1, 1, WorkQueue::bounded(8)));
+  Task<int> task = pong(1);
+  awaitOnce(task);
+  Future<int> result = pool.submit([&task] { return std::move(task); });
+  const std::string message = logicErrorOf([&] { (void)result.get(); });
+  CHECK_THAT(message, Catch::Matchers::Contains("the Task was already started"));
+  CHECK(finalStats(pool).failedCount == 1);
 }
 
 TEST_CASE("a submitted coroutine's exception reaches its Future, awaited or waited on", "[coroutine][exceptions]") {
@@ -484,6 +569,89 @@ TEST_CASE("a fire-and-forget coroutine lambda's captures live until it finishes"
   }
   CHECK(captureAlive.load());
   CHECK(lifetimes.alive() == 0);
+}
+
+/// How the coroutine in the release tests ends, and on which thread.
+enum class Ending {
+  withoutSuspending,  ///< inside the start call, on the pool thread that started it
+  afterAwaitingQ,     ///< resumed by a continuation on its own pool's thread
+  onAnotherPool,      ///< hopped to q with resumeOn: finished on q's thread
+};
+
+TEST_CASE("a coroutine lambda's captures are released before its Future settles and with nothing else submitted",
+          "[coroutine][lifetime]") {
+  const Ending ending = GENERATE(Ending::withoutSuspending, Ending::afterAwaitingQ, Ending::onAnotherPool);
+  CAPTURE(static_cast<int>(ending));
+  Counter released;
+  Gate remote;
+  ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
+  ThreadPoolExecutor p(taggedPool("rel", 1, 1, WorkQueue::bounded(4)));
+  OpenOnExit releaseRemote(remote);
+  std::string finishedOn;  // written by the coroutine before its Future settles
+  Future<int> value = p.submit([res = releaseSignal(42, released), ending, &q, &remote, &finishedOn]() -> Task<int> {
+    if (ending == Ending::afterAwaitingQ) {
+      Future<void> later = q.submit([&remote] { remote.wait(); });
+      co_await later;
+    } else if (ending == Ending::onAnotherPool) {
+      co_await resumeOn(q);
+    }
+    finishedOn = currentTag;
+    co_return *res;
+  });
+  remote.open();
+  REQUIRE(value.get() == 42);
+  CHECK(finishedOn == (ending == Ending::onAnotherPool ? "rq" : "rel"));
+  // At once: the Future is still alive, and p ran nothing after the coroutine.
+  CHECK(released.count() == 1);
+  REQUIRE(released.waitFor(1));  // bounded: fails after kLong instead of hanging
+}
+
+TEST_CASE("a coroutine lambda's captures are released when its coroutine finishes after its Future was dropped unread",
+          "[coroutine][lifetime]") {
+  Counter released;
+  Counter finished;
+  Gate gate;
+  ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
+  ThreadPoolExecutor p(taggedPool("drop", 1, 1, WorkQueue::bounded(4)));
+  OpenOnExit release(gate);
+  {
+    Future<int> dropped = p.submit([res = releaseSignal(7, released), &q, &gate]() -> Task<int> {
+      Future<void> later = q.submit([&gate] { gate.wait(); });
+      co_await later;
+      co_return *res;
+    });
+  }
+  p.execute([&finished] { finished.arrive(); });  // proves the coroutine has suspended: p's only thread got here
+  REQUIRE(finished.waitFor(1));
+  CHECK(released.count() == 0);  // suspended: the captures are still needed
+  gate.open();
+  REQUIRE(released.waitFor(1));  // bounded: nothing else is submitted to p
+}
+
+TEST_CASE("a submitted Task's frame and its parameters are released before its Future settles",
+          "[coroutine][lifetime]") {
+  Counter released;
+  ThreadPoolExecutor p(taggedPool("frm", 1, 1, WorkQueue::bounded(4)));
+  auto read = [](std::shared_ptr<int> res) -> Task<int> { co_return *res; };
+  Future<int> value = p.submit(read(releaseSignal(5, released)));
+  REQUIRE(value.get() == 5);
+  CHECK(released.count() == 1);
+}
+
+TEST_CASE("a fire-and-forget coroutine lambda's captures are released when it finishes with nothing else submitted",
+          "[coroutine][execute][lifetime]") {
+  Counter released;
+  Gate remote;
+  ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
+  ThreadPoolExecutor p(taggedPool("frel", 1, 1, WorkQueue::bounded(4)));
+  OpenOnExit releaseRemote(remote);
+  p.execute([res = releaseSignal(1, released), &q, &remote]() -> Task<void> {
+    Future<void> later = q.submit([&remote] { remote.wait(); });
+    co_await later;
+    if (*res != 1) throw CoroutineError("the capture changed");
+  });
+  remote.open();
+  REQUIRE(released.waitFor(1));
 }
 
 TEST_CASE("cancel of a suspended coroutine task cancels its token", "[coroutine][cancel]") {

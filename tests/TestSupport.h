@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -136,6 +137,16 @@ class Counter {
   std::condition_variable cv_;
   std::size_t count_ = 0;
 };
+
+/// A shared resource whose deleter arrives at `released`: only the last
+/// owner's destruction counts, so the moves and copies a pool makes on the way
+/// do not. `released` must outlive every copy.
+inline std::shared_ptr<int> releaseSignal(int value, Counter& released) {
+  return {new int(value), [&released](int* p) {
+            delete p;
+            released.arrive();
+          }};
+}
 
 /// Executes `n` tasks on `pool` that each arrive at `started` and then block
 /// on `gate`: the usual way to occupy n threads (or fill a queue).

@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -837,6 +838,34 @@ TEST_CASE("execute runs the task and submit returns its value, over several conf
   const PoolStats stats = pool.stats();
   CHECK(stats.taskCount == 3);
   CHECK(stats.rejectedCount == 0);
+}
+
+// ---- what a pool thread keeps ------------------------------------------------
+
+TEST_CASE("a pool thread drops its reference to a task it ran, also to the first task it was started with",
+          "[executor][routing][lifetime]") {
+  const bool takesToken = GENERATE(false, true);
+  INFO((takesToken ? "a callable taking a CancellationToken" : "a callable taking nothing"));
+  Counter released;
+  Gate gate;
+  ThreadPoolExecutor pool(poolOptions("keep", 1, 1, WorkQueue::bounded(4)));
+  StopOnExit stop(gate, pool);
+  {
+    // The first task starts the pool's thread; its Future is dropped unread,
+    // so once the pool lets go of the task nothing holds the value.
+    auto body = [&] {
+      gate.wait();
+      return releaseSignal(1, released);
+    };
+    Future<std::shared_ptr<int>> dropped;
+    if (takesToken) {
+      dropped = pool.submit([body](CancellationToken) { return body(); });
+    } else {
+      dropped = pool.submit(body);
+    }
+  }
+  gate.open();
+  REQUIRE(released.waitFor(1));  // bounded, and with nothing else submitted to the pool
 }
 
 }  // namespace

@@ -44,16 +44,15 @@ COEXEC_EXPORT void checkSyncWaitAllowed();
 /// rethrows its exception. Blocks until the task finishes. Coroutines that
 /// suspend inside `task` resume on this thread (syncWait runs their
 /// continuations in a loop), unless they hop to a pool explicitly.
-/// \throws std::logic_error if `task` is empty or if the calling thread is a
-/// thread of a coexec pool (blocking a pool thread can deadlock the pool:
-/// `co_await` the task instead).
+/// \throws std::logic_error if the calling thread is a thread of a coexec
+/// pool (blocking a pool thread can deadlock the pool: `co_await` the task
+/// instead), if `task` was already started (awaited, or submitted to a pool),
+/// and, as std::invalid_argument, if `task` is empty.
 template <class T>
 T syncWait(Task<T> task) {
   detail::checkSyncWaitAllowed();
-  if (!task.valid()) throw std::logic_error("coexec::syncWait: the Task is empty");
-  if (task.handle().promise().started()) throw std::logic_error("coexec::syncWait: the Task was already started");
+  const auto handle = detail::startableHandle(task, "", "syncWait");
   detail::RunLoop loop;
-  auto handle = task.handle();
   handle.promise().setCompletion([](void* l) noexcept { static_cast<detail::RunLoop*>(l)->finish(); }, &loop);
   struct RestoreScheduler {
     detail::Scheduler* previous;

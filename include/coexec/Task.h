@@ -1,18 +1,34 @@
 #pragma once
 
 #include <coroutine>
-#include <stdexcept>
+#include <string_view>
 #include <utility>
 
+#include "coexec/Export.h"
 #include "coexec/detail/FrameAllocator.h"
 
 namespace coexec {
+
+template <class T>
+class Task;
 
 namespace detail {
 template <class T>
 class TaskPromise;
 template <class T>
 class TaskAwaiter;
+
+/// The one check every way of starting a Task goes through (co_await,
+/// syncWait, a pool's submit/execute): returns the handle of `task` if it can
+/// start now. `scope` and `operation` name the caller in the message
+/// ("ThreadPoolExecutor::", "submit"). Never blocks.
+/// \throws std::invalid_argument (a std::logic_error) if `task` is empty
+/// (default-constructed or moved from). \throws std::logic_error if it was
+/// already started: awaited, run by syncWait or submitted to a pool (running
+/// it again would resume a coroutine that is running or has finished).
+template <class T>
+std::coroutine_handle<TaskPromise<T>> startableHandle(const Task<T>& task, std::string_view scope,
+                                                      std::string_view operation);
 }  // namespace detail
 
 /// A lazy coroutine producing a `T` (a value, a reference, or void).
@@ -26,8 +42,9 @@ class TaskAwaiter;
 /// whether or not the compiler turns symmetric transfer into a tail call.
 /// `co_await task` returns the value or rethrows the task's exception.
 ///
-/// A Task is awaited at most once; destroying a Task that was never awaited
-/// destroys its coroutine frame without running it.
+/// A Task is started at most once, by one of those three: starting it again
+/// (or starting an empty Task) throws std::logic_error. Destroying a Task that
+/// was never started destroys its coroutine frame without running it.
 ///
 /// Where the code runs: a Task runs on the thread that awaits it, and after
 /// each `co_await` of a Future or of `resumeOn()` on the executor recorded
@@ -57,10 +74,16 @@ class [[nodiscard]] Task {
 
   /// Starts the task on this thread and suspends the awaiter until it
   /// finishes; returns its value or rethrows its exception.
-  /// \throws std::logic_error if the Task is empty or was already awaited.
-  detail::TaskAwaiter<T> operator co_await() && { return detail::TaskAwaiter<T>(checkedHandle()); }
+  /// \throws std::invalid_argument (a std::logic_error) if the Task is empty;
+  /// std::logic_error if it was already started (awaited, run by syncWait or
+  /// submitted to a pool).
+  detail::TaskAwaiter<T> operator co_await() && {
+    return detail::TaskAwaiter<T>(detail::startableHandle(*this, "Task::", "operator co_await"));
+  }
   /// Same as the rvalue form: a Task lvalue may be awaited once.
-  detail::TaskAwaiter<T> operator co_await() & { return detail::TaskAwaiter<T>(checkedHandle()); }
+  detail::TaskAwaiter<T> operator co_await() & {
+    return detail::TaskAwaiter<T>(detail::startableHandle(*this, "Task::", "operator co_await"));
+  }
 
   /// False for an empty or moved-from Task.
   [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(handle_); }
@@ -72,11 +95,6 @@ class [[nodiscard]] Task {
   friend promise_type;
   explicit Task(std::coroutine_handle<promise_type> handle) noexcept : handle_(handle) {}
 
-  std::coroutine_handle<promise_type> checkedHandle() const {
-    if (!handle_) throw std::logic_error("coexec::Task: awaiting an empty Task (default-constructed or moved from)");
-    if (handle_.promise().started()) throw std::logic_error("coexec::Task: a Task may be awaited only once");
-    return handle_;
-  }
   void destroy() noexcept {
     if (handle_) handle_.destroy();
     handle_ = {};
@@ -85,6 +103,21 @@ class [[nodiscard]] Task {
   std::coroutine_handle<promise_type> handle_;
 };
 
+namespace detail {
+
+/// Throws the error startableHandle() describes. Never returns.
+[[noreturn]] COEXEC_EXPORT void throwUnstartableTask(std::string_view scope, std::string_view operation, bool empty);
+
+template <class T>
+std::coroutine_handle<TaskPromise<T>> startableHandle(const Task<T>& task, std::string_view scope,
+                                                      std::string_view operation) {
+  const std::coroutine_handle<TaskPromise<T>> handle = task.handle();
+  if (!handle) throwUnstartableTask(scope, operation, /*empty=*/true);
+  if (handle.promise().started()) throwUnstartableTask(scope, operation, /*empty=*/false);
+  return handle;
+}
+
+}  // namespace detail
 }  // namespace coexec
 
 #include "coexec/detail/TaskPromise.h"

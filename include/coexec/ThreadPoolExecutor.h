@@ -58,6 +58,21 @@ class ResumeOnAwaiter;
 /// rejected one is counted and its Future, if any, settles. See PoolStats for
 /// the ledger the counters keep.
 ///
+/// Releasing tasks: a plain callable is destroyed, with its captures, on the
+/// thread that ran it as soon as it returns, before its Future settles. A
+/// coroutine task is released when its coroutine finishes, on the thread that
+/// finished it and before its Future settles: first the coroutine frame (with
+/// a submitted Task's parameters), then the callable (with a lambda
+/// coroutine's captures, which the frame uses until it is destroyed). So once
+/// get() returns or `co_await` resumes, nothing the task captured is alive,
+/// whether the Future is kept or dropped, and no later work on the pool is
+/// needed to free it; the Future holds only the result (a result returned by
+/// reference must not refer to a capture). A task that settles without
+/// starting (cancelled while queued, discarded, rejected, returned by
+/// shutdownNow() and dropped, or failed by a throwing beforeExecute hook)
+/// keeps its callable until its last reference goes: its Future's, and the
+/// queue's until a thread skips it or purge() removes it.
+///
 /// Lifecycle: RUNNING --shutdown()--> SHUTDOWN --(queue empty, no threads)-->
 /// TERMINATED, or RUNNING/SHUTDOWN --shutdownNow()--> STOP --(no threads)-->
 /// TERMINATED. SHUTDOWN refuses new tasks and runs the queued ones; STOP
@@ -88,36 +103,45 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// for itself; it prints the error and aborts the program.
   ~ThreadPoolExecutor();
 
-  /// Runs `f()` (or `f(token)`) on the pool, fire-and-forget. `f` may also be
-  /// a Task<void>, or a callable returning one: the coroutine starts on a pool
-  /// thread, and the pool keeps the callable (and its captures) alive until
-  /// the coroutine finishes. Never blocks, except under block() and
-  /// callerRuns() (see RejectionPolicy). An exception that escapes `f` (or
+  /// Runs `f()` (or `f(token)`) on the pool, fire-and-forget. `f` may also be a
+  /// Task<void>, or a callable returning one: the coroutine starts on a pool
+  /// thread, and the pool keeps the callable (and its captures) alive until the
+  /// coroutine finishes, and releases it then (see "Releasing tasks"). A
+  /// callable that returns an empty or already started Task fails with the
+  /// error submit() throws for such a Task. Never blocks, except under block()
+  /// and callerRuns() (see RejectionPolicy). An exception that escapes `f` (or
   /// the coroutine) on the pool goes to the uncaught-exception handler exactly
   /// once (an OperationCancelled is counted as a cancellation, not reported).
-  /// \throws std::invalid_argument if `f` is an empty std::function or null
-  /// pointer. \throws RejectedExecution under abort() and block() (after its
-  /// timeout, or after shutdown), and after shutdown under callerRuns(); what a
-  /// caller-run `f` or a user policy throws.
+  /// \throws std::invalid_argument if `f` is an empty std::function, a null
+  /// pointer or an empty Task. \throws std::logic_error if `f` is a Task that
+  /// was already started (awaited, or run by syncWait). \throws
+  /// RejectedExecution under abort() and block() (after its timeout, or after
+  /// shutdown), and after shutdown under callerRuns(); what a caller-run `f` or
+  /// a user policy throws.
   template <class F>
   void execute(F&& f, int priority = 0) {
     admit(makeTask<false>(std::forward<F>(f), priority, "execute"));
   }
 
   /// Runs `f()` (or `f(token)`: a callable taking a CancellationToken sees
-  /// cancel() and shutdownNow()) on the pool and returns its Future. `f` may
-  /// be a callable returning R, a callable returning Task<R> (the coroutine
-  /// runs on the pool, which keeps the callable and its captures alive until
-  /// the coroutine finishes: a lambda coroutine's captures cannot dangle), or
-  /// a Task<R> itself (passed as an rvalue). All go through the same
-  /// admission. `co_await` the Future, or wait on it from a plain thread.
-  /// A coroutine task counts in taskCount once; while suspended it is not
-  /// active, and its resumptions are continuations, not new tasks. Never
-  /// blocks, except under block() and callerRuns(). The callable's exception
-  /// goes to the Future. `priority` orders tasks in a priority() queue
-  /// (higher first) and is ignored by the other queues.
+  /// cancel() and shutdownNow()) on the pool and returns its Future. `f` may be
+  /// a callable returning R, a callable returning Task<R> (the coroutine runs
+  /// on the pool, which keeps the callable and its captures alive until the
+  /// coroutine finishes: a lambda coroutine's captures cannot dangle; and
+  /// releases them before the Future settles: see "Releasing tasks"), or a
+  /// Task<R> itself (passed as an rvalue). All go through the same admission. A
+  /// callable that returns an empty or already started Task fails the Future
+  /// with the error this function throws for such a Task. `co_await` the
+  /// Future, or wait on it from a plain thread. A coroutine task counts in
+  /// taskCount once; while suspended it is not active, and its resumptions are
+  /// continuations, not new tasks. Never blocks, except under block() and
+  /// callerRuns(). The callable's exception goes to the Future. `priority`
+  /// orders tasks in a priority() queue (higher first) and is ignored by the
+  /// other queues.
   /// \throws std::invalid_argument if `f` is an empty std::function, a null
-  /// pointer or an empty Task. \throws RejectedExecution under abort() and
+  /// pointer or an empty Task. \throws std::logic_error if `f` is a Task that
+  /// was already started (awaited, or run by syncWait): starting it again would
+  /// resume a finished coroutine. \throws RejectedExecution under abort() and
   /// block() (after its timeout, or after shutdown); the other policies settle
   /// the Future instead (see RejectionPolicy); what a user policy throws.
   template <class F>
@@ -131,7 +155,8 @@ class COEXEC_EXPORT ThreadPoolExecutor {
 
   /// Like execute(), but never calls the rejection policy: returns false
   /// (and counts nothing) if the task would be rejected. Never blocks.
-  /// \throws std::invalid_argument for an empty callable.
+  /// \throws std::invalid_argument for an empty callable or an empty Task;
+  /// std::logic_error for a Task that was already started.
   template <class F>
   [[nodiscard]] bool tryExecute(F&& f, int priority = 0) {
     PendingTask task = makeTask<false>(std::forward<F>(f), priority, "tryExecute");
@@ -214,7 +239,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
     using Fn = std::decay_t<F>;
     if constexpr (detail::IsTask<Fn>::value) {
       static_assert(!std::is_lvalue_reference_v<F>, "coexec: pass a Task by value: pool.submit(std::move(task))");
-      if (!f.valid()) throwEmptyCallable(operation);
+      (void)detail::startableHandle(f, "ThreadPoolExecutor::", operation);  // before the pool takes it
       return adoptTask(new detail::CoroutineTask<typename Fn::value_type, Fn>(std::move(f), HasFuture, priority));
     } else {
       static_assert(std::is_invocable_v<Fn&> || std::is_invocable_v<Fn&, CancellationToken>,

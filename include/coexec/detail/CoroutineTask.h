@@ -3,12 +3,15 @@
 // A pool task whose body is a coroutine: a Task<R>, or a callable returning
 // one. The callable is kept alive until the coroutine has finished, so the
 // coroutine may use the callable's captures (a lambda coroutine's captures
-// live in the lambda object, not in the coroutine frame).
+// live in the lambda object, not in the coroutine frame, which reaches them
+// through the lambda's `this`). When the coroutine finishes, the task releases
+// its body before it publishes the result: the frame first (nothing runs in
+// it any more), then the callable. Whoever still holds the task (the Future, a
+// pool thread's bookkeeping) holds only the result and the token.
 
 #include <exception>
 #include <functional>
 #include <optional>
-#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -67,14 +70,13 @@ class CoroutineTask final : public ResultCore<R> {
         } else {
           task_ = std::invoke(*fn_);
         }
+        // A Task submitted as such was checked by submit(); one a callable
+        // returns is checked here, the same way.
+        (void)startableHandle(task_, "ThreadPoolExecutor::", this->hasFuture() ? "submit" : "execute");
       } catch (...) {
         complete(std::current_exception());
         return;
       }
-    }
-    if (!task_.valid()) {
-      complete(std::make_exception_ptr(std::logic_error("coexec: the submitted Task is empty")));
-      return;
     }
     task_.handle().promise().setCompletion(&CoroutineTask::onFinished, this);
     resume(task_.handle());  // `this` may be gone once this returns
@@ -89,20 +91,29 @@ class CoroutineTask final : public ResultCore<R> {
     }
   }
 
-  // Inside the coroutine's final suspension, on the thread that finished it.
+  // Inside the coroutine's final suspension, on the thread that finished it:
+  // the frame may be destroyed here (FinalAwaiter touches it no more).
   static void onFinished(void* self) noexcept {
     auto* task = static_cast<CoroutineTask*>(self);
     std::exception_ptr error;
     try {
       auto take = [task]() -> decltype(auto) { return task->task_.handle().promise().result(); };
-      task->slot_.emplaceFrom(take);
+      task->slot_.emplaceFrom(take);  // the value leaves the frame before the frame goes
     } catch (...) {
       error = std::current_exception();
     }
     task->complete(std::move(error));
   }
 
+  // On the thread that finished the coroutine (or failed to start it).
   void complete(std::exception_ptr error) noexcept {
+    // Release the body before the result is published, so that whoever sees
+    // the Future settle sees the captures gone, and no reference kept to the
+    // task (the Future, a pool thread's) keeps them alive. The frame goes
+    // first: until it is destroyed it may refer to the callable's captures.
+    // Nothing else touches fn_ or task_ once the coroutine has finished.
+    task_ = Task<R>();
+    fn_.reset();
     const bool fireAndForget = !this->hasFuture();
     const RunResult result = this->finish(std::move(error));
     if (observer_) {
@@ -110,12 +121,14 @@ class CoroutineTask final : public ResultCore<R> {
     } else if (fireAndForget && result.outcome == Outcome::failed) {
       reportUnobservedFailure(result.error);
     }
-    this->release();  // may destroy this, the coroutine frame, then the callable
+    this->release();  // may destroy this (the result and the token; the body is gone)
   }
 
   void invoke() override {}  // never called: coroutine tasks start through startCoroutine()
 
-  std::optional<Source> fn_;  // declared before task_: the frame dies first
+  // The body: released by complete(), the frame first. A task destroyed
+  // without starting holds only one of them (the callable, or the Task).
+  std::optional<Source> fn_;
   Task<R> task_;
   CoroutineObserver* observer_ = nullptr;
 };
