@@ -15,9 +15,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "MpmcRing.h"
+#include "scheduler/MpmcRing.h"
 #include "TestSupport.h"
-#include "WorkStealingDeque.h"
+#include "scheduler/WorkStealingDeque.h"
 
 using coexec::detail::MpmcRing;
 using coexec::detail::WorkStealingDeque;

@@ -213,15 +213,27 @@ TEST_CASE("a coroutine task that finishes on another pool's thread never touches
   // The task of `pool` finishes on `other`'s thread: that thread settles the
   // Future, takes the task off `pool`'s in-flight count and must then leave
   // `pool` alone, because get() returns and the destructor frees it at once.
-  // Under ASan a touch after the free is a heap-use-after-free.
+  // With `pool` already shut down, the finish takes the path that terminates
+  // the pool, and `pool`'s own worker races it to do so. Under ASan a touch
+  // after the free is a heap-use-after-free.
+  const bool shutDownFirst = GENERATE(false, true);
+  INFO((shutDownFirst ? "pool shut down while the task is in flight" : "pool running when the task finishes"));
   ThreadPoolExecutor other(taggedPool("other", 1, 1, WorkQueue::bounded(64)));
   const int rounds = coexec::test::kSanitized ? 300 : 2000;
   for (int i = 0; i < rounds; ++i) {
+    Gate finish;
     auto pool = std::make_unique<ThreadPoolExecutor>(taggedPool("short", 1, 1, WorkQueue::bounded(4)));
-    Future<int> result = pool->submit([&other, i]() -> Task<int> {
+    OpenOnExit release(finish);
+    Counter onOther;
+    Future<int> result = pool->submit([&other, &finish, &onOther, i]() -> Task<int> {
       co_await resumeOn(other);
+      onOther.arrive();
+      finish.wait();
       co_return i;
     });
+    REQUIRE(onOther.waitFor(1));
+    if (shutDownFirst) pool->shutdown();  // in flight: the pool waits for it
+    finish.open();
     REQUIRE(result.get() == i);
     pool.reset();  // close(): waits until the finish on `other` is done with the pool
   }

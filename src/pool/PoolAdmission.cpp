@@ -22,7 +22,7 @@
 
 #include <fmt/format.h>
 
-#include "PoolImpl.h"
+#include "pool/PoolImpl.h"
 #include "coexec/detail/Time.h"
 
 namespace coexec {

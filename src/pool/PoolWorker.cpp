@@ -25,8 +25,8 @@
 #include <chrono>
 #include <thread>
 
-#include "PoolImpl.h"
-#include "SpinWait.h"
+#include "pool/PoolImpl.h"
+#include "scheduler/SpinWait.h"
 
 namespace coexec::detail {
 

@@ -19,7 +19,7 @@
 #include <cassert>
 #include <cstdint>
 
-#include "PoolImpl.h"
+#include "pool/PoolImpl.h"
 
 namespace coexec::detail {
 

@@ -13,10 +13,10 @@
 #include <thread>
 #include <vector>
 
-#include "MpmcRing.h"
-#include "RingBuffer.h"
-#include "WorkStealingDeque.h"
-#include "TaskQueue.h"
+#include "scheduler/MpmcRing.h"
+#include "scheduler/RingBuffer.h"
+#include "scheduler/WorkStealingDeque.h"
+#include "scheduler/TaskQueue.h"
 #include "coexec/PendingTask.h"
 #include "coexec/PoolStats.h"
 #include "coexec/ThreadPoolOptions.h"

@@ -13,9 +13,9 @@
 
 #include <fmt/format.h>
 
-#include "PoolImpl.h"
-#include "RingBuffer.h"
-#include "SpinWait.h"
+#include "pool/PoolImpl.h"
+#include "scheduler/RingBuffer.h"
+#include "scheduler/SpinWait.h"
 #include "coexec/ResumeOn.h"
 #include "coexec/SyncWait.h"
 #include "coexec/ThreadPoolExecutor.h"

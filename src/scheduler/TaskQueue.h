@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "RingBuffer.h"
+#include "scheduler/RingBuffer.h"
 #include "coexec/PendingTask.h"
 #include "coexec/WorkQueue.h"
 

@@ -1,4 +1,4 @@
-#include "TaskQueue.h"
+#include "scheduler/TaskQueue.h"
 
 #include <algorithm>
 #include <utility>
