@@ -1,17 +1,41 @@
 #pragma once
 
 // Helpers shared by the tests: gates that release blocked tasks even when an
-// assertion fails (so a failing test cannot hang the pool's destructor), and
-// bounded polling for states that are reached asynchronously.
+// assertion fails (so a failing test cannot hang the pool's destructor),
+// bounded polling for states that are reached asynchronously, the ledger
+// check, and a thread with a small fixed stack.
+//
+// Every helper that waits fails the test when its wait times out, or returns
+// false for the caller to REQUIRE (and is [[nodiscard]]); none returns as if
+// the awaited event had happened.
+
+#include <pthread.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <source_location>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
+#include <type_traits>
+#include <utility>
 
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "coexec/PoolStats.h"
 #include "coexec/ThreadPoolExecutor.h"
 
 namespace coexec::test {
@@ -39,6 +63,35 @@ constexpr std::size_t stressSize(std::size_t n, std::size_t divisor) {
   return kSanitized ? (n / divisor > 0 ? n / divisor : 1) : n;
 }
 
+namespace detail {
+
+/// The thread that runs main() and with it every Catch2 test case (dynamic
+/// initialisation runs on it, before main).
+inline const std::thread::id kTestThread = std::this_thread::get_id();
+
+/// Ends the test after a wait that timed out: on the test's own thread a
+/// Catch2 failure (the test case fails, its guards unwind, the next case
+/// runs); on any other thread (a pool thread, where Catch2 must not be used
+/// and an exception would only reach the pool) the message on stderr and
+/// std::abort(), which fails the test case's process.
+[[noreturn]] inline void failTimedOutWait(const std::string& message) {
+  if (std::this_thread::get_id() == kTestThread) {
+    FAIL(message);  // throws
+  }
+  std::fprintf(stderr, "coexec test: %s (on a thread other than the test's: aborting)\n", message.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+/// "file:line" of `where`, for messages.
+inline std::string describe(const std::source_location& where) {
+  const char* file = where.file_name();
+  if (const char* tests = std::strstr(file, "tests/")) file = tests;
+  return fmt::format("{}:{}", file, where.line());
+}
+
+}  // namespace detail
+
 /// A one-shot gate: tasks wait() on it until the test open()s it.
 ///
 /// Declare the gate before the pool (so it outlives every task that waits on
@@ -46,9 +99,13 @@ constexpr std::size_t stressSize(std::size_t n, std::size_t divisor) {
 /// declared after the pool, so that a failed REQUIRE that unwinds the test
 /// releases every blocked task instead of hanging the destructor. The gate's
 /// own destructor opens it too, as a last resort.
+///
+/// A wait() that times out fails the test: the gate never opening means the
+/// test is broken, and a waiter must not carry on as if it had opened. The
+/// failure names the gate by the place it was declared.
 class Gate {
  public:
-  Gate() = default;
+  Gate(std::source_location declared = std::source_location::current()) : declared_(declared) {}
   Gate(const Gate&) = delete;
   Gate& operator=(const Gate&) = delete;
   ~Gate() { open(); }
@@ -60,10 +117,15 @@ class Gate {
     open_ = true;
     cv_.notify_all();
   }
-  /// Blocks until open() (or kLong passes, so a broken test cannot hang).
+  /// Blocks until open(). If kWaitLimit passes first, fails the test (see
+  /// detail::failTimedOutWait) instead of returning.
   void wait() {
     std::unique_lock lock(mutex_);
-    cv_.wait_for(lock, kLong * 3, [&] { return open_; });
+    if (cv_.wait_for(lock, kWaitLimit, [&] { return open_; })) return;
+    lock.unlock();
+    detail::failTimedOutWait(fmt::format("the gate declared at {} was not opened within {} s",
+                                         detail::describe(declared_),
+                                         std::chrono::duration_cast<std::chrono::seconds>(kWaitLimit).count()));
   }
   bool isOpen() const {
     std::lock_guard lock(mutex_);
@@ -71,6 +133,11 @@ class Gate {
   }
 
  private:
+  /// Longer than kLong: a test that waits kLong for a gated task to start or
+  /// finish reports that first, with its own message.
+  static constexpr std::chrono::milliseconds kWaitLimit = kLong * 3;
+
+  std::source_location declared_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool open_ = false;
@@ -121,8 +188,9 @@ class Counter {
     ++count_;
     cv_.notify_all();
   }
-  /// True once `n` have arrived; false if kLong passed first.
-  bool waitFor(std::size_t n) {
+  /// Blocks until `n` have arrived: true; false if kLong passed first (the
+  /// caller REQUIREs it).
+  [[nodiscard]] bool waitFor(std::size_t n) {
     std::unique_lock lock(mutex_);
     return cv_.wait_for(lock, kLong, [&] { return count_ >= n; });
   }
@@ -151,7 +219,7 @@ inline void executeBlocked(ThreadPoolExecutor& pool, std::size_t n, Counter& sta
 /// Polls `condition` every millisecond until it holds or `limit` passes. For
 /// states reached asynchronously (a thread exiting after keep-alive); the
 /// sleep only bounds the wait, it never decides the outcome.
-inline bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = kLong) {
+[[nodiscard]] inline bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = kLong) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!condition()) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
