@@ -22,6 +22,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <latch>
 #include <mutex>
 #include <optional>
 #include <source_location>
@@ -226,6 +227,50 @@ inline void executeBlocked(ThreadPoolExecutor& pool, std::size_t n, Counter& sta
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return true;
+}
+
+/// Which side of a two-thread race starts first (see race()).
+enum class Lead {
+  here,   ///< the calling thread acts while the other thread is still waking up
+  there,  ///< the other thread acts while the calling thread is still waking up
+  none,   ///< both leave one latch together
+};
+/// Every lead, for loops that cycle through them.
+inline constexpr Lead kLeads[] = {Lead::here, Lead::there, Lead::none};
+
+inline const char* leadName(Lead lead) {
+  switch (lead) {
+    case Lead::here: return "the calling thread leads";
+    case Lead::there: return "the other thread leads";
+    case Lead::none: return "both start together";
+  }
+  return "?";
+}
+
+/// Runs `here()` on the calling thread and `there()` on a new thread at the
+/// same moment, or with one side given a head start: the leading side opens a
+/// latch the other is blocked on (or about to block on) and acts at once,
+/// while the other still has to wake up. A race test that cycles through
+/// kLeads sees the outcomes of either side winning, and of a close race,
+/// instead of whichever one the scheduler happens to favour. Joins the other
+/// thread before it returns or unwinds.
+template <class Here, class There>
+void race(Lead lead, Here&& here, There&& there) {
+  std::latch go(lead == Lead::none ? 2 : 1);
+  std::jthread other([&] {
+    switch (lead) {
+      case Lead::here: go.wait(); break;
+      case Lead::there: go.count_down(); break;
+      case Lead::none: go.arrive_and_wait(); break;
+    }
+    there();
+  });
+  switch (lead) {
+    case Lead::here: go.count_down(); break;
+    case Lead::there: go.wait(); break;
+    case Lead::none: go.arrive_and_wait(); break;
+  }
+  here();
 }
 
 }  // namespace coexec::test
