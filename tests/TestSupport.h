@@ -273,4 +273,50 @@ void race(Lead lead, Here&& here, There&& there) {
   here();
 }
 
+/// Runs `f()` on a new thread whose stack is exactly `stackBytes` (rounded up
+/// to the page size), waits for it and returns what `f` returned, or rethrows
+/// what it threw. A test of constant stack use runs on it so that deep
+/// recursion overflows whatever `ulimit -s` says (even `unlimited`, where
+/// the main thread's stack grows on demand).
+template <class F>
+auto runOnStackOf(std::size_t stackBytes, F f) -> std::invoke_result_t<F&> {
+  using R = std::invoke_result_t<F&>;
+  struct Call {
+    F& f;
+    std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> result{};
+    std::exception_ptr error{};
+    static void* run(void* self) {
+      auto& call = *static_cast<Call*>(self);
+      try {
+        if constexpr (std::is_void_v<R>) {
+          call.f();
+          call.result = true;
+        } else {
+          call.result.emplace(call.f());
+        }
+      } catch (...) {
+        call.error = std::current_exception();
+      }
+      return nullptr;
+    }
+  } call{f, {}, {}};
+  auto check = [](int error, const char* what) {
+    if (error != 0) throw std::system_error(error, std::generic_category(), what);
+  };
+  pthread_attr_t attributes;
+  check(pthread_attr_init(&attributes), "pthread_attr_init");
+  const long page = sysconf(_SC_PAGESIZE);
+  const std::size_t pageSize = page > 0 ? static_cast<std::size_t>(page) : 4096;
+  const std::size_t rounded = (stackBytes + pageSize - 1) / pageSize * pageSize;
+  pthread_t thread;
+  int error = pthread_attr_setstacksize(&attributes, rounded);
+  if (error == 0) error = pthread_create(&thread, &attributes, &Call::run, &call);
+  pthread_attr_destroy(&attributes);
+  check(error, "starting a thread with a fixed stack size");
+  check(pthread_join(thread, nullptr), "pthread_join");
+  if (call.error) std::rethrow_exception(call.error);
+  if constexpr (!std::is_void_v<R>) return std::move(*call.result);
+}
+
+
 }  // namespace coexec::test
