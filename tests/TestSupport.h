@@ -273,6 +273,23 @@ void race(Lead lead, Here&& here, There&& there) {
   here();
 }
 
+/// What the ledger accounts for: every admitted task that ended (completed,
+/// failed, cancelled, discarded, drained) or still waits in a queue, shared
+/// or local. See PoolStats.
+inline std::uint64_t ledgerAccountedFor(const PoolStats& s) {
+  return s.completedTaskCount + s.failedCount + s.cancelledCount + s.discardedCount + s.drainedCount + s.queueSize +
+         s.localQueueSize;
+}
+
+/// Checks the ledger PoolStats documents for a quiescent pool:
+/// `taskCount == completed + failed + cancelled + discarded + drained +
+/// queueSize + localQueueSize`. A failure shows the whole snapshot and the
+/// caller's line.
+inline void checkLedgerAddsUp(const PoolStats& s, std::source_location where = std::source_location::current()) {
+  INFO("ledger checked at " << detail::describe(where) << " on " << fmt::format("{}", s));
+  CHECK(s.taskCount == ledgerAccountedFor(s));
+}
+
 /// Runs `f()` on a new thread whose stack is exactly `stackBytes` (rounded up
 /// to the page size), waits for it and returns what `f` returned, or rethrows
 /// what it threw. A test of constant stack use runs on it so that deep
