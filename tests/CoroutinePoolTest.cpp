@@ -29,6 +29,7 @@
 
 using namespace std::chrono_literals;
 
+using coexec::CancellationRegistration;
 using coexec::CancellationToken;
 using coexec::Future;
 using coexec::OperationCancelled;
@@ -565,6 +566,38 @@ TEST_CASE("cancel of a suspended coroutine task cancels its token", "[coroutine]
   remote.open();
   CHECK_THROWS_AS(coroutine.get(), OperationCancelled);
   CHECK(finalStats(p).cancelledCount == 1);
+}
+
+TEST_CASE("shutdownNow cancels the token of a suspended coroutine task, which then finishes",
+          "[coroutine][shutdown][cancel]") {
+  Gate remote;
+  Counter reached;
+  Counter cancelled;
+  ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
+  ThreadPoolExecutor p(taggedPool("sn", 1, 1, WorkQueue::bounded(4)));
+  OpenOnExit releaseRemote(remote);
+  Future<bool> sawCancellation = p.submit([&q, &remote, &reached, &cancelled](CancellationToken token) -> Task<bool> {
+    // Runs on the thread that cancels the token.
+    CancellationRegistration registration(token, [&cancelled] { cancelled.arrive(); });
+    Future<int> later = q.submit([&remote] {
+      remote.wait();
+      return 5;
+    });
+    reached.arrive();
+    const int five = co_await later;
+    co_return token.isCancellationRequested() && five == 5;
+  });
+  requireSuspended(p, reached);
+  CHECK(p.shutdownNow().empty());  // nothing was queued: the coroutine is in flight, not returned
+  // Cancelled while it is still suspended: `remote` has not opened.
+  REQUIRE(cancelled.waitFor(1));
+  CHECK_FALSE(p.awaitTermination(0ns));  // the suspended coroutine keeps the pool from terminating
+  remote.open();
+  CHECK(sawCancellation.get());  // it finished normally: its Future has its value
+  REQUIRE(p.awaitTermination(kLong));
+  const PoolStats stats = p.stats();
+  CHECK(stats.completedTaskCount == 2);  // the coroutine and requireSuspended's probe
+  checkLedgerAddsUp(stats);
 }
 
 TEST_CASE("callerRuns runs a rejected coroutine task in the caller until it first suspends", "[coroutine][rejection]") {
