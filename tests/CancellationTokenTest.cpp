@@ -6,9 +6,8 @@
 // to survive (cancel against deregistration, cancel against registration).
 
 #include <atomic>
-#include <barrier>
 #include <chrono>
-#include <latch>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -17,6 +16,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "TestSupport.h"
 #include "coexec/Errors.h"
 
 using namespace std::chrono_literals;
@@ -25,6 +25,9 @@ using coexec::CancellationRegistration;
 using coexec::CancellationSource;
 using coexec::CancellationToken;
 using coexec::OperationCancelled;
+using coexec::test::kLeads;
+using coexec::test::Lead;
+using coexec::test::race;
 
 static_assert(!std::is_copy_constructible_v<CancellationRegistration>);
 static_assert(!std::is_move_constructible_v<CancellationRegistration>);
@@ -189,6 +192,7 @@ TEST_CASE("cancel racing deregistration never runs a callback after its registra
   int ranCount = 0;
   int lateRuns = 0;
   for (int round = 0; round < kRounds; ++round) {
+    const Lead lead = kLeads[round % std::size(kLeads)];
     CancellationSource source;
     // The callback writes into memory the deregistering thread frees right after
     // the registration's destructor: a late or concurrent run is a use after
@@ -200,45 +204,59 @@ TEST_CASE("cancel racing deregistration never runs a callback after its registra
       if (deregistered.load()) late.fetch_add(1);
       raw->fetch_add(1);
     });
-    std::barrier sync(2);
-    std::thread canceller([&] {
-      sync.arrive_and_wait();
-      source.requestCancellation();
-    });
-    sync.arrive_and_wait();
-    registration.reset();
-    deregistered = true;
-    const int runs = target->load();
-    target.reset();
-    canceller.join();
+    int runs = 0;
+    race(
+        lead,
+        [&] {
+          registration.reset();
+          deregistered = true;
+          runs = target->load();
+          target.reset();
+        },
+        [&] { source.requestCancellation(); });
     CHECK(runs <= 1);
     ranCount += runs;
     lateRuns += late.load();
   }
   CHECK(lateRuns == 0);
+  // Both outcomes occurred: the callback ran (cancel came first) and did not
+  // (the registration was gone first).
   INFO("the callback ran in " << ranCount << " of " << kRounds << " rounds");
-  SUCCEED();
+  CHECK(ranCount > 0);
+  CHECK(ranCount < kRounds);
 }
 
 TEST_CASE("cancel racing registration runs every callback exactly once", "[cancel][registration][race]") {
   constexpr int kRounds = 300;
   constexpr int kRegistrations = 16;
+  std::size_t ranInline = 0;     // registered after the request: ran in the constructor
+  std::size_t ranByCancel = 0;   // registered before: ran on the cancelling thread
   for (int round = 0; round < kRounds; ++round) {
+    const Lead lead = kLeads[round % std::size(kLeads)];
     CancellationSource source;
     std::atomic<int> calls{0};
+    std::atomic<int> inlineCalls{0};
     std::vector<std::unique_ptr<CancellationRegistration>> registrations;
-    std::latch go(2);
-    std::thread canceller([&] {
-      go.arrive_and_wait();
-      source.requestCancellation();
-    });
-    go.arrive_and_wait();
-    for (int i = 0; i < kRegistrations; ++i) {
-      registrations.push_back(std::make_unique<CancellationRegistration>(source.token(), [&] { ++calls; }));
-    }
-    canceller.join();
+    race(
+        lead,
+        [&] {
+          const auto registering = std::this_thread::get_id();
+          for (int i = 0; i < kRegistrations; ++i) {
+            registrations.push_back(std::make_unique<CancellationRegistration>(source.token(), [&, registering] {
+              ++calls;
+              if (std::this_thread::get_id() == registering) ++inlineCalls;
+            }));
+          }
+        },
+        [&] { source.requestCancellation(); });
     REQUIRE(calls == kRegistrations);
     registrations.clear();
     REQUIRE(calls == kRegistrations);
+    ranInline += static_cast<std::size_t>(inlineCalls.load());
+    ranByCancel += static_cast<std::size_t>(kRegistrations - inlineCalls.load());
   }
+  // Both outcomes occurred: callbacks registered before the request and after it.
+  INFO(ranInline << " callbacks ran inline, " << ranByCancel << " on the cancelling thread");
+  CHECK(ranInline > 0);
+  CHECK(ranByCancel > 0);
 }

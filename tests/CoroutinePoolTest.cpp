@@ -30,9 +30,11 @@
 
 using namespace std::chrono_literals;
 
+using coexec::CancellationRegistration;
 using coexec::CancellationToken;
 using coexec::Future;
 using coexec::OperationCancelled;
+using coexec::PendingTask;
 using coexec::PoolStats;
 using coexec::RejectedExecution;
 using coexec::RejectionPolicy;
@@ -43,6 +45,7 @@ using coexec::TaskInfo;
 using coexec::ThreadPoolExecutor;
 using coexec::ThreadPoolOptions;
 using coexec::WorkQueue;
+using coexec::test::checkLedgerAddsUp;
 using coexec::test::Counter;
 using coexec::test::currentTag;
 using coexec::test::eventually;
@@ -81,11 +84,52 @@ Task<void> failingTask(std::string message) {
   co_return;  // unreachable; makes this a coroutine
 }
 
-/// Waits until the pool runs nothing: a coroutine task suspended on a Future
-/// is not active.
-bool idle(const ThreadPoolExecutor& pool) {
-  return eventually([&pool] { return pool.stats().activeCount == 0; });
+/// Blocks until a coroutine task of the one-thread `pool` has suspended. The
+/// coroutine arrives at `reached` right before its co_await on work that
+/// cannot be done yet; a probe task submitted after that can run on the
+/// pool's only thread only once the coroutine has given the thread back.
+/// The probe counts as a task of `pool`.
+void requireSuspended(ThreadPoolExecutor& pool, Counter& reached) {
+  REQUIRE(pool.maximumPoolSize() == 1);
+  REQUIRE(reached.waitFor(1));
+  Future<void> probe = pool.submit([] {});
+  REQUIRE(probe.waitFor(kLong));
 }
+
+/// A shut-down pool that keeps every task submitted to it: its rejection
+/// policy stores the PendingTask, for the test to run on a thread it chooses.
+class Keeper {
+ public:
+  Keeper() : pool_(options(*this)) { pool_.shutdown(); }
+  Keeper(const Keeper&) = delete;
+  Keeper& operator=(const Keeper&) = delete;
+
+  ThreadPoolExecutor& pool() { return pool_; }
+  /// The task the last submission left.
+  PendingTask take() {
+    std::lock_guard lock(mutex_);
+    REQUIRE_FALSE(tasks_.empty());
+    PendingTask task = std::move(tasks_.back());
+    tasks_.pop_back();
+    return task;
+  }
+
+ private:
+  static ThreadPoolOptions options(Keeper& self) {
+    ThreadPoolOptions o;
+    o.name = "keeper";
+    // On the submitting thread, which may be a pool thread: under the mutex.
+    o.rejectionPolicy = [&self](PendingTask& task, ThreadPoolExecutor&) {
+      std::lock_guard lock(self.mutex_);
+      self.tasks_.push_back(std::move(task));
+    };
+    return o;
+  }
+
+  std::mutex mutex_;
+  std::vector<PendingTask> tasks_;  // guarded by mutex_
+  ThreadPoolExecutor pool_;         // last: its policy uses the members above
+};
 
 /// Terminates `pool` and returns its final stats.
 PoolStats finalStats(ThreadPoolExecutor& pool) {
@@ -254,17 +298,19 @@ TEST_CASE("a coroutine on pool P awaiting a Future that completes on pool Q resu
   ThreadPoolExecutor q(taggedPool("Q", 1, 1, WorkQueue::bounded(4)));
   OpenOnExit release(gate);
   std::atomic<bool> completedOnQ{false};
-  Future<std::string> path = p.submit([&q, &gate, &completedOnQ]() -> Task<std::string> {
+  Counter reached;
+  Future<std::string> path = p.submit([&q, &gate, &completedOnQ, &reached]() -> Task<std::string> {
     std::string before(currentTag);
     Future<int> fromQ = q.submit([&gate, &completedOnQ] {
       gate.wait();
       completedOnQ = currentTag == "Q";
       return 1;
     });
+    reached.arrive();
     const int one = co_await fromQ;
     co_return before + "->" + std::string(currentTag) + (one == 1 ? "" : " (wrong value)");
   });
-  REQUIRE(idle(p));  // the coroutine has suspended and given its thread back
+  requireSuspended(p, reached);  // so the completion on Q must post the resumption to P
   gate.open();
   CHECK(path.get() == "P->P");
   CHECK(completedOnQ.load());
@@ -272,43 +318,38 @@ TEST_CASE("a coroutine on pool P awaiting a Future that completes on pool Q resu
 
 TEST_CASE("a coroutine awaiting work that completes on a thread of its own pool resumes there inline",
           "[coroutine][affinity]") {
-  constexpr int kInnerTag = 7;  // the priority marks the inner task in the afterExecute hook
-  Gate gate;
-  std::atomic<bool> innerAfterExecuteRan{false};
-  ThreadPoolOptions options = taggedPool("in", 2, 2, WorkQueue::bounded(4));
-  options.hooks.afterExecute = [&innerAfterExecuteRan](const TaskInfo& info, const std::exception_ptr&) {
-    if (info.priority == kInnerTag) innerAfterExecuteRan = true;
-  };
-  ThreadPoolExecutor pool(options);
-  OpenOnExit release(gate);
-  Counter innerStarted;
+  // The awaited work is a PendingTask (kept by a shut-down pool) that a task of
+  // the coroutine's own pool runs. Inline means the coroutine continues inside
+  // that run() call, on its thread, before the task that called run() goes
+  // on; a resumption posted to the pool would run after that task.
+  Keeper keeper;
+  ThreadPoolExecutor pool(taggedPool("in", 1, 1, WorkQueue::bounded(4)));
+  Counter reached;
+  std::atomic<bool> insideRun{false};
   struct Seen {
-    std::thread::id innerThread;
     std::thread::id resumedOn;
-    bool innerHookHadRun = true;
+    bool duringRun = false;
+    int value = 0;
   };
-  Future<Seen> seen = pool.submit([&]() -> Task<Seen> {
-    Seen s;
-    Future<std::thread::id> inner = pool.submit(
-        [&] {
-          innerStarted.arrive();
-          gate.wait();
-          return std::this_thread::get_id();
-        },
-        kInnerTag);
-    s.innerThread = co_await inner;
-    s.resumedOn = std::this_thread::get_id();
-    // Inline: we run inside the inner task's completion, before the pool
-    // thread that ran it gets to its afterExecute hook.
-    s.innerHookHadRun = innerAfterExecuteRan.load();
-    co_return s;
+  Future<Seen> seen = pool.submit([&keeper, &reached, &insideRun]() -> Task<Seen> {
+    Future<int> work = keeper.pool().submit([] { return 1; });
+    reached.arrive();
+    const int one = co_await work;
+    co_return Seen{std::this_thread::get_id(), insideRun.load(), one};
   });
-  REQUIRE(innerStarted.waitFor(1));
-  REQUIRE(eventually([&pool] { return pool.stats().activeCount == 1; }));  // the coroutine has suspended
-  gate.open();
+  requireSuspended(pool, reached);
+  PendingTask work = keeper.take();
+  Future<std::thread::id> runner = pool.submit([&work, &insideRun] {
+    insideRun = true;
+    work.run();
+    insideRun = false;
+    return std::this_thread::get_id();
+  });
+  const std::thread::id runnerThread = runner.get();
   const Seen s = seen.get();
-  CHECK(s.resumedOn == s.innerThread);
-  CHECK_FALSE(s.innerHookHadRun);
+  CHECK(s.value == 1);
+  CHECK(s.resumedOn == runnerThread);
+  CHECK(s.duringRun);
 }
 
 // ---- fire and forget ----------------------------------------------------------------
@@ -367,16 +408,19 @@ TEST_CASE("a continuation is admitted while the pool's queue is full", "[corouti
   ThreadPoolExecutor p(taggedPool("fp", 1, 1, WorkQueue::bounded(1)));
   OpenOnExit releaseRemote(remote);
   OpenOnExit releaseBlocker(blocker);
-  Future<std::string> coroutine = p.submit([&q, &remote]() -> Task<std::string> {
+  Counter reached;
+  Future<std::string> coroutine = p.submit([&q, &remote, &reached]() -> Task<std::string> {
     Future<int> later = q.submit([&remote] {
       remote.wait();
       return 5;
     });
+    reached.arrive();
     const int five = co_await later;
     co_return std::string(currentTag) + " " + std::to_string(five);
   });
-  REQUIRE(idle(p));
-  // Saturate P: its only thread blocked, its queue full.
+  REQUIRE(reached.waitFor(1));
+  // Saturate P: its only thread blocked (which it can be only once the
+  // coroutine has suspended and given it back), its queue full.
   Counter started;
   p.execute([&] {
     started.arrive();
@@ -400,15 +444,17 @@ TEST_CASE("a coroutine suspended when the pool shuts down completes, and awaitTe
   ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
   ThreadPoolExecutor p(taggedPool("sd", 1, 1, WorkQueue::bounded(4)));
   OpenOnExit releaseRemote(remote);
-  Future<std::string> coroutine = p.submit([&q, &remote]() -> Task<std::string> {
+  Counter reached;
+  Future<std::string> coroutine = p.submit([&q, &remote, &reached]() -> Task<std::string> {
     Future<int> later = q.submit([&remote] {
       remote.wait();
       return 5;
     });
+    reached.arrive();
     const int five = co_await later;
     co_return std::string(currentTag) + " " + std::to_string(five);
   });
-  REQUIRE(idle(p));
+  requireSuspended(p, reached);
   p.shutdown();
   CHECK(p.isShutdown());
   CHECK_FALSE(p.awaitTermination(0ns));  // a suspended coroutine keeps the pool from terminating
@@ -419,9 +465,9 @@ TEST_CASE("a coroutine suspended when the pool shuts down completes, and awaitTe
   CHECK(coroutine.isDone());
   CHECK(coroutine.get() == "sd 5");
   const PoolStats stats = p.stats();
-  CHECK(stats.taskCount == 1);
-  CHECK(stats.completedTaskCount == 1);
-  CHECK(stats.rejectedCount == 1);  // the probe above, not the continuation
+  CHECK(stats.taskCount == 2);  // the coroutine and requireSuspended's probe
+  CHECK(stats.completedTaskCount == 2);
+  CHECK(stats.rejectedCount == 1);  // the execute above, not the continuation
 }
 
 // ---- blocking from inside the pool ---------------------------------------------------
@@ -491,31 +537,39 @@ TEST_CASE("stats counts a coroutine task once, and a suspended coroutine is not 
   ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
   ThreadPoolExecutor p(taggedPool("st", 1, 1, WorkQueue::bounded(4)));
   OpenOnExit releaseRemote(remote);
-  Future<int> coroutine = p.submit([&p, &q, &remote]() -> Task<int> {
+  Counter reached;
+  Future<int> coroutine = p.submit([&p, &q, &remote, &reached]() -> Task<int> {
     co_await resumeOn(p);  // yields: resumptions, not new tasks
     co_await resumeOn(p);
     Future<int> later = q.submit([&remote] {
       remote.wait();
       return 5;
     });
+    reached.arrive();
     const int five = co_await later;
     co_await resumeOn(p);
     co_return five;
   });
-  REQUIRE(idle(p));
+  requireSuspended(p, reached);
+  // The probe's Future settles before its thread has counted it and left it:
+  // wait for that bookkeeping. The coroutine stays suspended meanwhile
+  // (`remote` is closed), so it must not count as active.
+  CHECK(eventually([&p] {
+    const PoolStats s = p.stats();
+    return s.completedTaskCount == 1 && s.activeCount == 0;
+  }));
   const PoolStats suspended = p.stats();
-  CHECK(suspended.taskCount == 1);
+  CHECK(suspended.taskCount == 2);  // the coroutine and requireSuspended's probe
   CHECK(suspended.activeCount == 0);
-  CHECK(suspended.completedTaskCount == 0);
+  CHECK(suspended.completedTaskCount == 1);  // the probe
   CHECK(suspended.poolSize == 1);
   remote.open();
   CHECK(coroutine.get() == 5);
   const PoolStats done = finalStats(p);
-  CHECK(done.taskCount == 1);
-  CHECK(done.completedTaskCount == 1);
+  CHECK(done.taskCount == 2);
+  CHECK(done.completedTaskCount == 2);
   CHECK(done.failedCount == 0);
-  CHECK(done.taskCount == done.completedTaskCount + done.failedCount + done.cancelledCount + done.discardedCount +
-                              done.drainedCount + done.queueSize);
+  checkLedgerAddsUp(done);
 }
 
 TEST_CASE("the pool keeps a coroutine lambda's captures alive until the coroutine finishes", "[coroutine][lifetime]") {
@@ -526,18 +580,20 @@ TEST_CASE("the pool keeps a coroutine lambda's captures alive until the coroutin
     ThreadPoolExecutor p(taggedPool("cap", 1, 1, WorkQueue::bounded(4)));
     OpenOnExit releaseRemote(remote);
     const std::string text(200, 'x');  // long: on the heap, so ASan sees a use after free
+    Counter reached;
     Future<std::size_t> length =
-        p.submit([text, tracker = Tracker(lifetimes), &q, &remote, &lifetimes]() -> Task<std::size_t> {
+        p.submit([text, tracker = Tracker(lifetimes), &q, &remote, &lifetimes, &reached]() -> Task<std::size_t> {
           Future<int> later = q.submit([&remote] {
             remote.wait();
             return 1;
           });
+          reached.arrive();
           const int one = co_await later;  // by now submit()'s lambda temporary is long gone
           if (lifetimes.alive() < 1) co_return 0;
           co_return text.size() + static_cast<std::size_t>(one) - 1;
         });
     CHECK(lifetimes.alive() == 1);  // the pool's copy
-    REQUIRE(idle(p));
+    requireSuspended(p, reached);
     CHECK(lifetimes.alive() == 1);
     remote.open();
     CHECK(length.get() == 200);
@@ -556,13 +612,16 @@ TEST_CASE("a fire-and-forget coroutine lambda's captures live until it finishes"
     ThreadPoolExecutor p(taggedPool("fcap", 1, 1, WorkQueue::bounded(4)));
     OpenOnExit releaseRemote(remote);
     const std::string text(200, 'y');
-    p.execute([text, tracker = Tracker(lifetimes), &q, &remote, &lifetimes, &captureAlive, &finished]() -> Task<void> {
+    Counter reached;
+    p.execute([text, tracker = Tracker(lifetimes), &q, &remote, &lifetimes, &captureAlive, &finished,
+               &reached]() -> Task<void> {
       Future<void> later = q.submit([&remote] { remote.wait(); });
+      reached.arrive();
       co_await later;
       captureAlive = text.size() == 200 && lifetimes.alive() >= 1;
       finished.arrive();
     });
-    REQUIRE(idle(p));
+    requireSuspended(p, reached);
     remote.open();
     REQUIRE(finished.waitFor(1));
     (void)finalStats(p);
@@ -659,20 +718,54 @@ TEST_CASE("cancel of a suspended coroutine task cancels its token", "[coroutine]
   ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
   ThreadPoolExecutor p(taggedPool("cn", 1, 1, WorkQueue::bounded(4)));
   OpenOnExit releaseRemote(remote);
-  Future<int> coroutine = p.submit([&q, &remote](CancellationToken token) -> Task<int> {
+  Counter reached;
+  Future<int> coroutine = p.submit([&q, &remote, &reached](CancellationToken token) -> Task<int> {
     Future<int> later = q.submit([&remote] {
       remote.wait();
       return 5;
     });
+    reached.arrive();
     const int five = co_await later;
     token.throwIfCancellationRequested();
     co_return five;
   });
-  REQUIRE(idle(p));
+  requireSuspended(p, reached);
   CHECK(coroutine.cancel());
   remote.open();
   CHECK_THROWS_AS(coroutine.get(), OperationCancelled);
   CHECK(finalStats(p).cancelledCount == 1);
+}
+
+TEST_CASE("shutdownNow cancels the token of a suspended coroutine task, which then finishes",
+          "[coroutine][shutdown][cancel]") {
+  Gate remote;
+  Counter reached;
+  Counter cancelled;
+  ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
+  ThreadPoolExecutor p(taggedPool("sn", 1, 1, WorkQueue::bounded(4)));
+  OpenOnExit releaseRemote(remote);
+  Future<bool> sawCancellation = p.submit([&q, &remote, &reached, &cancelled](CancellationToken token) -> Task<bool> {
+    // Runs on the thread that cancels the token.
+    CancellationRegistration registration(token, [&cancelled] { cancelled.arrive(); });
+    Future<int> later = q.submit([&remote] {
+      remote.wait();
+      return 5;
+    });
+    reached.arrive();
+    const int five = co_await later;
+    co_return token.isCancellationRequested() && five == 5;
+  });
+  requireSuspended(p, reached);
+  CHECK(p.shutdownNow().empty());  // nothing was queued: the coroutine is in flight, not returned
+  // Cancelled while it is still suspended: `remote` has not opened.
+  REQUIRE(cancelled.waitFor(1));
+  CHECK_FALSE(p.awaitTermination(0ns));  // the suspended coroutine keeps the pool from terminating
+  remote.open();
+  CHECK(sawCancellation.get());  // it finished normally: its Future has its value
+  REQUIRE(p.awaitTermination(kLong));
+  const PoolStats stats = p.stats();
+  CHECK(stats.completedTaskCount == 2);  // the coroutine and requireSuspended's probe
+  checkLedgerAddsUp(stats);
 }
 
 TEST_CASE("callerRuns runs a rejected coroutine task in the caller until it first suspends", "[coroutine][rejection]") {

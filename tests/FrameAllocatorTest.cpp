@@ -4,15 +4,18 @@
 // another thread and returned to their owner, the caps on what the caches
 // keep, and the promise of the coroutine layer that steady-state creation and
 // awaiting of Tasks, and submit-and-await of coroutines on a pool, do not
-// reach the global allocator. This binary replaces the global operator
-// new/delete with counting versions.
+// reach the global allocator, nor does a steady-state execute() of a small
+// callable. This binary replaces the global operator new/delete with
+// counting versions.
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -173,6 +176,47 @@ Task<long> submitAndAwait(ThreadPoolExecutor& pool, int warmUp, int measured, Al
   report.allocations = count.allocations();
   report.description = count.describe();
   co_return sum;
+}
+
+/// A callable of `Bytes` bytes (copies of one pointer) that counts its runs.
+template <std::size_t Bytes>
+struct CountingCallable {
+  std::array<std::atomic<int>*, Bytes / sizeof(void*)> runs;
+  void operator()() const { runs.back()->fetch_add(1, std::memory_order_release); }
+};
+
+/// Executes `warmUp` then `measured` windows of `window` CountingCallable<Bytes>
+/// on `pool`, each window run to the end before the next one starts, and
+/// counts the global allocations made on any thread while the measured
+/// windows are submitted (the pool's threads run them meanwhile).
+template <std::size_t Bytes>
+AllocationReport countExecuteWindows(ThreadPoolExecutor& pool, int warmUp, int measured, int window) {
+  std::atomic<int> runs{0};
+  CountingCallable<Bytes> task{};
+  task.runs.fill(&runs);
+  static_assert(sizeof(task) == Bytes);
+  AllocationReport report;
+  int submitted = 0;
+  for (int w = 0; w < warmUp + measured; ++w) {
+    {
+      std::optional<AllocationCount> count;
+      if (w >= warmUp) count.emplace();
+      for (int i = 0; i < window; ++i)
+        pool.execute(task);
+      if (count) {
+        count->stop();
+        report.allocations += count->allocations();
+        if (count->allocations() > 0 && report.description.empty()) report.description = count->describe();
+      }
+    }
+    submitted += window;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (runs.load(std::memory_order_acquire) < submitted) {
+      if (std::chrono::steady_clock::now() > deadline) FAIL("the pool did not run a window of tasks within 10 s");
+      std::this_thread::yield();
+    }
+  }
+  return report;
 }
 
 /// Like submitAndAwait, but meant to run on a thread of `pool` itself.
@@ -539,4 +583,35 @@ TEST_CASE("steady-state submit and await between coroutines on one pool thread m
   CHECK(sum.get() == expected);
   INFO(report.description);
   CHECK(report.allocations == 0);
+}
+
+TEST_CASE("steady-state execute of a small callable makes no global allocation", "[executor][allocator]") {
+  const std::size_t threads = GENERATE(1, 2);
+  const bool bounded = GENERATE(true, false);
+  CAPTURE(threads, bounded);
+  constexpr int kWindow = 1000;  // tasks in flight at most: well inside the 4,096-place ring
+  constexpr int kWarmUp = 20;
+  constexpr int kMeasured = 20;
+  ThreadPoolOptions options;
+  options.name = "execs";
+  options.corePoolSize = threads;
+  options.maximumPoolSize = threads;
+  options.workQueue = bounded ? WorkQueue::bounded(2 * kWindow) : WorkQueue::unbounded();
+  ThreadPoolExecutor pool(options);
+  REQUIRE(pool.prestartAllCoreThreads() == threads);
+  SECTION("an 8-byte callable") {
+    const AllocationReport report = countExecuteWindows<8>(pool, kWarmUp, kMeasured, kWindow);
+    INFO(report.description);
+    CHECK(report.allocations == 0);
+  }
+  SECTION("a 48-byte callable") {
+    const AllocationReport report = countExecuteWindows<48>(pool, kWarmUp, kMeasured, kWindow);
+    INFO(report.description);
+    CHECK(report.allocations == 0);
+  }
+  SECTION("a 64-byte callable") {
+    const AllocationReport report = countExecuteWindows<64>(pool, kWarmUp, kMeasured, kWindow);
+    INFO(report.description);
+    CHECK(report.allocations == 0);
+  }
 }

@@ -342,6 +342,7 @@ TEST_CASE("cancel racing completion leaves every Future and the counters consist
 TEST_CASE("get from a thread of the pool that runs the unfinished task throws std::logic_error", "[future][deadlock]") {
   Counter innerStarted;
   std::atomic<int> threw{0};
+  std::atomic<bool> innerWasRunning{false};
   Gate gate;
   ThreadPoolExecutor pool(2, 2, 60s, WorkQueue::bounded(8));
   OpenOnExit release{gate};
@@ -352,7 +353,7 @@ TEST_CASE("get from a thread of the pool that runs the unfinished task throws st
       gate.wait();
       return 5;
     });
-    (void)innerStarted.waitFor(1);
+    innerWasRunning = innerStarted.waitFor(1);  // checked below: get() must meet a running task
     try {
       (void)inner.get();  // would wait on its own pool
     } catch (const std::logic_error&) {
@@ -365,6 +366,7 @@ TEST_CASE("get from a thread of the pool that runs the unfinished task throws st
   REQUIRE(outer.waitFor(kLong));
   outer.get();
   CHECK(outerFinished);
+  CHECK(innerWasRunning);
   CHECK(threw == 1);
   CHECK(inner.get() == 5);  // the Future is still usable from outside the pool
 }

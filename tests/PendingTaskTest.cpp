@@ -5,7 +5,7 @@
 // running it settles its Future, and both race safely with Future::cancel().
 
 #include <atomic>
-#include <latch>
+#include <iterator>
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
@@ -29,7 +29,11 @@ using coexec::ThreadPoolOptions;
 using coexec::WorkQueue;
 using coexec::test::Counter;
 using coexec::test::Gate;
+using coexec::test::kLeads;
 using coexec::test::kLong;
+using coexec::test::Lead;
+using coexec::test::leadName;
+using coexec::test::race;
 
 static_assert(!std::is_copy_constructible_v<PendingTask>);
 static_assert(!std::is_copy_assignable_v<PendingTask>);
@@ -235,39 +239,47 @@ TEST_CASE("running a task shutdownNow returned calls no hook and changes no pool
 TEST_CASE("run and destruction racing Future::cancel settle the Future exactly once", "[pending][cancel][race]") {
   const bool destroy = GENERATE(false, true);
   INFO((destroy ? "the other thread drops the task" : "the other thread runs the task"));
+  constexpr int kRounds = 300;
   Catcher catcher;
-  int cancelledWins = 0;
-  for (int round = 0; round < 300; ++round) {
+  int cancelWon = 0;
+  int otherWon = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    const Lead lead = kLeads[round % std::size(kLeads)];
+    INFO("round " << round << ": " << leadName(lead));
     std::atomic<int> ran{0};
     auto future = catcher.pool().submit([&] { return ++ran; });
     PendingTask task = catcher.take();
-    std::latch go(2);
-    std::thread other([&] {
-      go.arrive_and_wait();
-      if (destroy) {
-        task = PendingTask();
-      } else {
-        task.run();
-      }
-    });
-    go.arrive_and_wait();
-    const bool cancelled = future.cancel();
-    other.join();
+    bool cancelled = false;
+    race(
+        lead, [&] { cancelled = future.cancel(); },
+        [&] {
+          if (destroy) {
+            task = PendingTask();
+          } else {
+            task.run();
+          }
+        });
 
     REQUIRE(future.isDone());
     CHECK(future.isCancelled() == cancelled);
     if (cancelled) {
-      ++cancelledWins;
+      ++cancelWon;
       CHECK_THROWS_AS(future.get(), OperationCancelled);
-    } else if (destroy) {
-      CHECK_THROWS_AS(future.get(), BrokenPromise);
-      CHECK(ran == 0);
     } else {
-      CHECK(future.get() == 1);
-      CHECK(ran == 1);
+      ++otherWon;
+      if (destroy) {
+        CHECK_THROWS_AS(future.get(), BrokenPromise);
+        CHECK(ran == 0);
+      } else {
+        CHECK(future.get() == 1);
+        CHECK(ran == 1);
+      }
     }
     CHECK(ran <= 1);
   }
-  INFO("cancel won " << cancelledWins << " of 300 rounds");
-  SUCCEED();
+  // Both outcomes the test claims to cover occurred.
+  INFO("cancel won " << cancelWon << " of " << kRounds << " rounds, " << (destroy ? "the drop" : "run") << " won "
+                     << otherWon);
+  CHECK(cancelWon > 0);
+  CHECK(otherWon > 0);
 }

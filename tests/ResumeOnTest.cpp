@@ -6,8 +6,6 @@
 // on in the caller; a hop dropped after shutdownNow throws BrokenPromise);
 // from inside the pool it is a yield that is never rejected.
 
-#include <pthread.h>
-
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -174,40 +172,6 @@ TEST_CASE("a resumeOn hop returned by shutdownNow and dropped resumes the corout
   gate.open();
 }
 
-namespace {
-
-/// Runs `body` on a thread with a fixed 256 KiB stack and rethrows what it
-/// threw: code whose stack grows with its work overflows it, whatever the
-/// process's stack limit (ulimit -s unlimited included).
-void runOnSmallStack(const std::function<void()>& body) {
-  struct Call {
-    const std::function<void()>* body;
-    std::exception_ptr error;
-  } call{&body, nullptr};
-  pthread_attr_t attr;
-  REQUIRE(pthread_attr_init(&attr) == 0);
-  REQUIRE(pthread_attr_setstacksize(&attr, 256 * 1024) == 0);
-  pthread_t thread;
-  const int created = pthread_create(
-      &thread, &attr,
-      [](void* arg) -> void* {
-        auto* c = static_cast<Call*>(arg);
-        try {
-          (*c->body)();
-        } catch (...) {
-          c->error = std::current_exception();
-        }
-        return nullptr;
-      },
-      &call);
-  pthread_attr_destroy(&attr);
-  REQUIRE(created == 0);
-  pthread_join(thread, nullptr);
-  if (call.error) std::rethrow_exception(call.error);
-}
-
-}  // namespace
-
 TEST_CASE("a coroutine task that finishes on another pool's thread never touches its pool after close() returned",
           "[resumeon][lifecycle]") {
   // The task of `pool` finishes on `other`'s thread: that thread settles the
@@ -246,10 +210,9 @@ TEST_CASE("resumeOn to a saturated callerRuns pool runs each refused hop in the 
   // than the 256 KiB stack they run on here.
   SaturatedPool s(RejectionPolicy::callerRuns());
   constexpr int kHops = 100'000;
-  int ranAtHome = 0;
-  runOnSmallStack([&] {
+  const int ranAtHome = coexec::test::runOnStackOf(256 * 1024, [&] {
     const std::thread::id home = std::this_thread::get_id();
-    ranAtHome = syncWait([](ThreadPoolExecutor& pool, std::thread::id caller) -> Task<int> {
+    return syncWait([](ThreadPoolExecutor& pool, std::thread::id caller) -> Task<int> {
       int atHome = 0;
       for (int i = 0; i < kHops; ++i) {
         co_await resumeOn(pool);

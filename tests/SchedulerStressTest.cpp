@@ -28,6 +28,7 @@ using coexec::RejectedExecution;
 using coexec::RejectionPolicy;
 using coexec::ThreadPoolExecutor;
 using coexec::WorkQueue;
+using coexec::test::checkLedgerAddsUp;
 using coexec::test::Counter;
 using coexec::test::Gate;
 using coexec::test::kLong;
@@ -181,6 +182,7 @@ TEST_CASE("producers and tasks forking subtasks race at a bounded queue while wo
   REQUIRE(stats.completedTaskCount == admitted.load());
   REQUIRE(stats.rejectedCount == refused.load());
   REQUIRE(stats.taskCount == admitted.load());
+  checkLedgerAddsUp(stats);
 }
 
 TEST_CASE("stealing races shutdownNow: every forked task either ran once or was returned, none lost",
@@ -241,6 +243,7 @@ TEST_CASE("stealing races shutdownNow: every forked task either ran once or was 
     REQUIRE(stats.drainedCount == returned.size());
     REQUIRE(stats.completedTaskCount == ranOnce + 1);
     REQUIRE(stats.rejectedCount == refused.load());
+    checkLedgerAddsUp(stats);
   }
 }
 

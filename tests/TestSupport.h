@@ -1,18 +1,43 @@
 #pragma once
 
 // Helpers shared by the tests: gates that release blocked tasks even when an
-// assertion fails (so a failing test cannot hang the pool's destructor), and
-// bounded polling for states that are reached asynchronously.
+// assertion fails (so a failing test cannot hang the pool's destructor),
+// bounded polling for states that are reached asynchronously, the ledger
+// check, and a thread with a small fixed stack.
+//
+// Every helper that waits fails the test when its wait times out, or returns
+// false for the caller to REQUIRE (and is [[nodiscard]]); none returns as if
+// the awaited event had happened.
+
+#include <pthread.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
 #include <functional>
+#include <latch>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <source_location>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
+#include <type_traits>
+#include <utility>
 
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "coexec/PoolStats.h"
 #include "coexec/ThreadPoolExecutor.h"
 
 namespace coexec::test {
@@ -40,6 +65,35 @@ constexpr std::size_t stressSize(std::size_t n, std::size_t divisor) {
   return kSanitized ? (n / divisor > 0 ? n / divisor : 1) : n;
 }
 
+namespace detail {
+
+/// The thread that runs main() and with it every Catch2 test case (dynamic
+/// initialisation runs on it, before main).
+inline const std::thread::id kTestThread = std::this_thread::get_id();
+
+/// Ends the test after a wait that timed out: on the test's own thread a
+/// Catch2 failure (the test case fails, its guards unwind, the next case
+/// runs); on any other thread (a pool thread, where Catch2 must not be used
+/// and an exception would only reach the pool) the message on stderr and
+/// std::abort(), which fails the test case's process.
+[[noreturn]] inline void failTimedOutWait(const std::string& message) {
+  if (std::this_thread::get_id() == kTestThread) {
+    FAIL(message);  // throws
+  }
+  std::fprintf(stderr, "coexec test: %s (on a thread other than the test's: aborting)\n", message.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+/// "file:line" of `where`, for messages.
+inline std::string describe(const std::source_location& where) {
+  const char* file = where.file_name();
+  if (const char* tests = std::strstr(file, "tests/")) file = tests;
+  return fmt::format("{}:{}", file, where.line());
+}
+
+}  // namespace detail
+
 /// A one-shot gate: tasks wait() on it until the test open()s it.
 ///
 /// Declare the gate before the pool (so it outlives every task that waits on
@@ -47,9 +101,13 @@ constexpr std::size_t stressSize(std::size_t n, std::size_t divisor) {
 /// declared after the pool, so that a failed REQUIRE that unwinds the test
 /// releases every blocked task instead of hanging the destructor. The gate's
 /// own destructor opens it too, as a last resort.
+///
+/// A wait() that times out fails the test: the gate never opening means the
+/// test is broken, and a waiter must not carry on as if it had opened. The
+/// failure names the gate by the place it was declared.
 class Gate {
  public:
-  Gate() = default;
+  Gate(std::source_location declared = std::source_location::current()) : declared_(declared) {}
   Gate(const Gate&) = delete;
   Gate& operator=(const Gate&) = delete;
   ~Gate() { open(); }
@@ -61,10 +119,15 @@ class Gate {
     open_ = true;
     cv_.notify_all();
   }
-  /// Blocks until open() (or kLong passes, so a broken test cannot hang).
+  /// Blocks until open(). If kWaitLimit passes first, fails the test (see
+  /// detail::failTimedOutWait) instead of returning.
   void wait() {
     std::unique_lock lock(mutex_);
-    cv_.wait_for(lock, kLong * 3, [&] { return open_; });
+    if (cv_.wait_for(lock, kWaitLimit, [&] { return open_; })) return;
+    lock.unlock();
+    detail::failTimedOutWait(fmt::format("the gate declared at {} was not opened within {} s",
+                                         detail::describe(declared_),
+                                         std::chrono::duration_cast<std::chrono::seconds>(kWaitLimit).count()));
   }
   bool isOpen() const {
     std::lock_guard lock(mutex_);
@@ -72,6 +135,11 @@ class Gate {
   }
 
  private:
+  /// Longer than kLong: a test that waits kLong for a gated task to start or
+  /// finish reports that first, with its own message.
+  static constexpr std::chrono::milliseconds kWaitLimit = kLong * 3;
+
+  std::source_location declared_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool open_ = false;
@@ -122,8 +190,9 @@ class Counter {
     ++count_;
     cv_.notify_all();
   }
-  /// True once `n` have arrived; false if kLong passed first.
-  bool waitFor(std::size_t n) {
+  /// Blocks until `n` have arrived: true; false if kLong passed first (the
+  /// caller REQUIREs it).
+  [[nodiscard]] bool waitFor(std::size_t n) {
     std::unique_lock lock(mutex_);
     return cv_.wait_for(lock, kLong, [&] { return count_ >= n; });
   }
@@ -162,7 +231,7 @@ inline void executeBlocked(ThreadPoolExecutor& pool, std::size_t n, Counter& sta
 /// Polls `condition` every millisecond until it holds or `limit` passes. For
 /// states reached asynchronously (a thread exiting after keep-alive); the
 /// sleep only bounds the wait, it never decides the outcome.
-inline bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = kLong) {
+[[nodiscard]] inline bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = kLong) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!condition()) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
@@ -170,5 +239,112 @@ inline bool eventually(const std::function<bool()>& condition, std::chrono::mill
   }
   return true;
 }
+
+/// Which side of a two-thread race starts first (see race()).
+enum class Lead {
+  here,   ///< the calling thread acts while the other thread is still waking up
+  there,  ///< the other thread acts while the calling thread is still waking up
+  none,   ///< both leave one latch together
+};
+/// Every lead, for loops that cycle through them.
+inline constexpr Lead kLeads[] = {Lead::here, Lead::there, Lead::none};
+
+inline const char* leadName(Lead lead) {
+  switch (lead) {
+    case Lead::here: return "the calling thread leads";
+    case Lead::there: return "the other thread leads";
+    case Lead::none: return "both start together";
+  }
+  return "?";
+}
+
+/// Runs `here()` on the calling thread and `there()` on a new thread at the
+/// same moment, or with one side given a head start: the leading side opens a
+/// latch the other is blocked on (or about to block on) and acts at once,
+/// while the other still has to wake up. A race test that cycles through
+/// kLeads sees the outcomes of either side winning, and of a close race,
+/// instead of whichever one the scheduler happens to favour. Joins the other
+/// thread before it returns or unwinds.
+template <class Here, class There>
+void race(Lead lead, Here&& here, There&& there) {
+  std::latch go(lead == Lead::none ? 2 : 1);
+  std::jthread other([&] {
+    switch (lead) {
+      case Lead::here: go.wait(); break;
+      case Lead::there: go.count_down(); break;
+      case Lead::none: go.arrive_and_wait(); break;
+    }
+    there();
+  });
+  switch (lead) {
+    case Lead::here: go.count_down(); break;
+    case Lead::there: go.wait(); break;
+    case Lead::none: go.arrive_and_wait(); break;
+  }
+  here();
+}
+
+/// What the ledger accounts for: every admitted task that ended (completed,
+/// failed, cancelled, discarded, drained) or still waits in a queue, shared
+/// or local. See PoolStats.
+inline std::uint64_t ledgerAccountedFor(const PoolStats& s) {
+  return s.completedTaskCount + s.failedCount + s.cancelledCount + s.discardedCount + s.drainedCount + s.queueSize +
+         s.localQueueSize;
+}
+
+/// Checks the ledger PoolStats documents for a quiescent pool:
+/// `taskCount == completed + failed + cancelled + discarded + drained +
+/// queueSize + localQueueSize`. A failure shows the whole snapshot and the
+/// caller's line.
+inline void checkLedgerAddsUp(const PoolStats& s, std::source_location where = std::source_location::current()) {
+  INFO("ledger checked at " << detail::describe(where) << " on " << fmt::format("{}", s));
+  CHECK(s.taskCount == ledgerAccountedFor(s));
+}
+
+/// Runs `f()` on a new thread whose stack is exactly `stackBytes` (rounded up
+/// to the page size), waits for it and returns what `f` returned, or rethrows
+/// what it threw. A test of constant stack use runs on it so that deep
+/// recursion overflows whatever `ulimit -s` says (even `unlimited`, where
+/// the main thread's stack grows on demand).
+template <class F>
+auto runOnStackOf(std::size_t stackBytes, F f) -> std::invoke_result_t<F&> {
+  using R = std::invoke_result_t<F&>;
+  struct Call {
+    F& f;
+    std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> result{};
+    std::exception_ptr error{};
+    static void* run(void* self) {
+      auto& call = *static_cast<Call*>(self);
+      try {
+        if constexpr (std::is_void_v<R>) {
+          call.f();
+          call.result = true;
+        } else {
+          call.result.emplace(call.f());
+        }
+      } catch (...) {
+        call.error = std::current_exception();
+      }
+      return nullptr;
+    }
+  } call{f, {}, {}};
+  auto check = [](int error, const char* what) {
+    if (error != 0) throw std::system_error(error, std::generic_category(), what);
+  };
+  pthread_attr_t attributes;
+  check(pthread_attr_init(&attributes), "pthread_attr_init");
+  const long page = sysconf(_SC_PAGESIZE);
+  const std::size_t pageSize = page > 0 ? static_cast<std::size_t>(page) : 4096;
+  const std::size_t rounded = (stackBytes + pageSize - 1) / pageSize * pageSize;
+  pthread_t thread;
+  int error = pthread_attr_setstacksize(&attributes, rounded);
+  if (error == 0) error = pthread_create(&thread, &attributes, &Call::run, &call);
+  pthread_attr_destroy(&attributes);
+  check(error, "starting a thread with a fixed stack size");
+  check(pthread_join(thread, nullptr), "pthread_join");
+  if (call.error) std::rethrow_exception(call.error);
+  if constexpr (!std::is_void_v<R>) return std::move(*call.result);
+}
+
 
 }  // namespace coexec::test

@@ -25,6 +25,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -866,6 +867,172 @@ TEST_CASE("a pool thread drops its reference to a task it ran, also to the first
   }
   gate.open();
   REQUIRE(released.waitFor(1));  // bounded, and with nothing else submitted to the pool
+}
+
+// ---- local queues and the lock-free ring -----------------------------------------
+
+/// The order in which tasks ran, by their ids. Thread-safe.
+class RunOrder {
+ public:
+  void add(int id) {
+    std::lock_guard lock(mutex_);
+    ids_.push_back(id);
+  }
+  std::vector<int> ids() const {
+    std::lock_guard lock(mutex_);
+    return ids_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<int> ids_;
+};
+
+/// The queues with local queues for the pool's own submissions.
+struct LocalQueueConfig {
+  const char* name;
+  WorkQueue queue;
+};
+
+TEST_CASE("tasks a pool thread submits go to its local queue, which it runs newest first",
+          "[executor][local]") {
+  const LocalQueueConfig config = GENERATE(LocalQueueConfig{"bounded(16)", WorkQueue::bounded(16)},
+                                           LocalQueueConfig{"unbounded", WorkQueue::unbounded()});
+  INFO(config.name);
+  RunOrder order;
+  Counter ran;
+  std::atomic<std::size_t> localSeen{0};
+  std::atomic<std::size_t> sharedSeen{kSizeMax};
+  ThreadPoolExecutor pool(poolOptions("lifo", 1, 1, config.queue));
+  StopOnFailure stopOnFailure(pool);
+  pool.execute([&] {
+    for (int id = 1; id <= 4; ++id) {
+      pool.execute([&order, &ran, id] {
+        order.add(id);
+        ran.arrive();
+      });
+    }
+    const PoolStats s = pool.stats();
+    localSeen = s.localQueueSize;
+    sharedSeen = s.queueSize;
+  });
+  REQUIRE(ran.waitFor(4));
+  CHECK(localSeen.load() == 4);
+  CHECK(sharedSeen.load() == 0);
+  CHECK(order.ids() == std::vector<int>{4, 3, 2, 1});
+}
+
+TEST_CASE("an idle thread steals from a busy thread's local queue oldest first", "[executor][local][steal]") {
+  Gate ownerGate;
+  Counter forked;
+  Counter ran;
+  RunOrder order;
+  ThreadSet thieves;
+  std::atomic<std::thread::id> owner{};
+  ThreadPoolExecutor pool(poolOptions("steal", 2, 2, WorkQueue::bounded(16)));
+  REQUIRE(pool.prestartAllCoreThreads() == 2);
+  OpenOnExit release(ownerGate);
+  pool.execute([&] {
+    owner = std::this_thread::get_id();
+    for (int id = 1; id <= 4; ++id) {
+      pool.execute([&, id] {
+        thieves.addCurrent();
+        order.add(id);
+        ran.arrive();
+      });
+    }
+    forked.arrive();
+    ownerGate.wait();  // the owner stays busy: only the other thread can run them
+  });
+  REQUIRE(forked.waitFor(1));
+  REQUIRE(ran.waitFor(4));
+  CHECK(order.ids() == std::vector<int>{1, 2, 3, 4});
+  CHECK(thieves.size() == 1);
+  CHECK_FALSE(thieves.contains(owner.load()));
+  ownerGate.open();
+}
+
+TEST_CASE("shutdownNow returns the shared queue's tasks in order, then the local queues', oldest first",
+          "[executor][local][shutdown]") {
+  const LocalQueueConfig config = GENERATE(LocalQueueConfig{"bounded(16)", WorkQueue::bounded(16)},
+                                           LocalQueueConfig{"unbounded", WorkQueue::unbounded()});
+  INFO(config.name);
+  // The priority tags each task (the FIFO queues ignore it for ordering, and
+  // PendingTask::priority() reports it).
+  Gate gate;
+  Counter forked;
+  ThreadPoolExecutor pool(poolOptions("drain", 1, 1, config.queue));
+  StopOnExit stop(gate, pool);
+  pool.execute([&] {
+    for (int tag : {11, 12, 13})
+      pool.execute([] {}, tag);  // local: submitted by the pool's thread
+    forked.arrive();
+    gate.wait();
+  });
+  REQUIRE(forked.waitFor(1));
+  for (int tag : {21, 22})
+    pool.execute([] {}, tag);  // shared: submitted from outside, after the local ones
+  REQUIRE(pool.stats().localQueueSize == 3);
+  std::vector<PendingTask> returned = pool.shutdownNow();
+  std::vector<int> tags;
+  for (const PendingTask& task : returned)
+    tags.push_back(task.priority());
+  CHECK(tags == std::vector<int>{21, 22, 11, 12, 13});
+  gate.open();
+  REQUIRE(pool.awaitTermination(kLong));
+  checkLedgerAddsUp(pool.stats());
+}
+
+TEST_CASE("tasks submitted from outside run in submission order through the 4,096-place ring and the queue behind it",
+          "[executor][routing][fifo]") {
+  const LocalQueueConfig config = GENERATE(LocalQueueConfig{"bounded(10000)", WorkQueue::bounded(10'000)},
+                                           LocalQueueConfig{"unbounded", WorkQueue::unbounded()});
+  INFO(config.name);
+  constexpr int kFirst = 6'000;   // with the worker blocked: fills the ring and queues 1,904 behind it
+  constexpr int kPause = 99;      // the worker stops again after 100 of them, leaving free places in the ring
+  constexpr int kSecond = 2'000;  // submitted then: they must still run after all of the first batch
+  Gate blocker;
+  Gate pause;
+  Counter blockerStarted;
+  Counter paused;
+  Counter ran;
+  std::vector<int> order;  // written by the pool's only thread; read after `ran` has counted every task
+  order.reserve(kFirst + kSecond);
+  ThreadPoolExecutor pool(poolOptions("fifo", 1, 1, config.queue));
+  OpenOnExit releasePause(pause);
+  OpenOnExit releaseBlocker(blocker);
+  REQUIRE(pool.prestartCoreThread());
+  executeBlocked(pool, 1, blockerStarted, blocker);
+  REQUIRE(blockerStarted.waitFor(1));
+  auto task = [&](int id) {
+    return [&, id] {
+      order.push_back(id);
+      if (id == kPause) {
+        paused.arrive();
+        pause.wait();
+      }
+      ran.arrive();
+    };
+  };
+  for (int id = 0; id < kFirst; ++id)
+    pool.execute(task(id));
+  blocker.open();
+  REQUIRE(paused.waitFor(1));
+  for (int id = kFirst; id < kFirst + kSecond; ++id)
+    pool.execute(task(id));
+  pause.open();
+  REQUIRE(ran.waitFor(kFirst + kSecond));
+  REQUIRE(order.size() == static_cast<std::size_t>(kFirst + kSecond));
+  std::size_t firstOutOfOrder = order.size();
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (order[i] != static_cast<int>(i)) {
+      firstOutOfOrder = i;
+      break;
+    }
+  }
+  INFO("position " << firstOutOfOrder << " ran task "
+                   << (firstOutOfOrder < order.size() ? order[firstOutOfOrder] : -1));
+  CHECK(firstOutOfOrder == order.size());
 }
 
 }  // namespace

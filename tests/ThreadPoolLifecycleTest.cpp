@@ -40,6 +40,7 @@ using coexec::PoolStats;
 using coexec::ThreadPoolExecutor;
 using coexec::ThreadPoolOptions;
 using coexec::WorkQueue;
+using coexec::test::checkLedgerAddsUp;
 using coexec::test::Counter;
 using coexec::test::eventually;
 using coexec::test::executeBlocked;
@@ -67,7 +68,7 @@ void checkTerminated(ThreadPoolExecutor& pool) {
   CHECK(s.queueSize == 0u);
   CHECK(s.activeCount == 0u);
   CHECK(s.poolSize == 0u);
-  CHECK(s.taskCount == s.completedTaskCount + s.failedCount + s.cancelledCount + s.discardedCount + s.drainedCount);
+  checkLedgerAddsUp(s);
 }
 
 /// A pool shape the same contract runs over.

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +28,8 @@
 #include <catch2/catch.hpp>
 
 #include "TestSupport.h"
+#include "coexec/ResumeOn.h"
+#include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 
 using namespace std::chrono_literals;
@@ -34,6 +37,7 @@ using namespace std::chrono_literals;
 using coexec::Future;
 using coexec::PoolStats;
 using coexec::RejectionPolicy;
+using coexec::Task;
 using coexec::TaskInfo;
 using coexec::ThreadPoolExecutor;
 using coexec::ThreadPoolOptions;
@@ -433,6 +437,130 @@ TEST_CASE("hooks do not run for caller-run tasks", "[hooks][rejection]") {
   CHECK(beforeCalls == 2);
   CHECK(afterCalls == 2);
   CHECK_FALSE(hookOnCaller);
+}
+
+TEST_CASE("beforeExecute and afterExecute run once per coroutine task, on the threads that start and finish it",
+          "[hooks][coroutine]") {
+  constexpr int kCoroutineTag = 7;  // the priority marks the coroutine's hook calls
+  struct HookCall {
+    std::thread::id thread;
+    std::string threadName;
+  };
+  std::mutex mutex;
+  std::vector<HookCall> before;  // guarded by mutex
+  std::vector<HookCall> after;   // guarded by mutex
+  Gate remote;
+  std::array<Gate, 2> blockerGates;
+  std::array<std::atomic<std::thread::id>, 2> blockerThreads{};
+  Counter reached;
+  Counter blockersStarted;
+  std::atomic<std::thread::id> startedOn{};
+
+  ThreadPoolOptions options;
+  options.name = "hc";
+  options.corePoolSize = 2;
+  options.maximumPoolSize = 2;
+  options.workQueue = WorkQueue::bounded(8);
+  options.hooks.beforeExecute = [&](const TaskInfo& info) {
+    std::lock_guard lock(mutex);
+    if (info.priority == kCoroutineTag) before.push_back({std::this_thread::get_id(), std::string(info.threadName)});
+  };
+  options.hooks.afterExecute = [&](const TaskInfo& info, std::exception_ptr) {
+    std::lock_guard lock(mutex);
+    if (info.priority == kCoroutineTag) after.push_back({std::this_thread::get_id(), std::string(info.threadName)});
+  };
+  ThreadPoolExecutor q(1, 1, 60s, WorkQueue::bounded(4));
+  ThreadPoolExecutor pool(std::move(options));
+  OpenOnExit releaseRemote(remote);
+  OpenOnExit releaseFirst(blockerGates[0]);
+  OpenOnExit releaseSecond(blockerGates[1]);
+
+  struct Path {
+    std::thread::id started;
+    std::thread::id finished;
+  };
+  Future<Path> path = pool.submit(
+      [&]() -> Task<Path> {
+        Path seen;
+        seen.started = std::this_thread::get_id();
+        startedOn = seen.started;
+        co_await coexec::resumeOn(pool);  // a resumption, not a task: no hook
+        Future<int> later = q.submit([&remote] {
+          remote.wait();
+          return 1;
+        });
+        reached.arrive();
+        co_await later;
+        seen.finished = std::this_thread::get_id();
+        co_return seen;
+      },
+      kCoroutineTag);
+  REQUIRE(reached.waitFor(1));
+  // Two blockers occupy both threads, so one of them runs on the thread that
+  // started the coroutine (which it can do only once the coroutine has
+  // suspended). Release the other: the coroutine must then finish there.
+  for (std::size_t i = 0; i < 2; ++i) {
+    pool.execute([&, i] {
+      blockerThreads[i] = std::this_thread::get_id();
+      blockersStarted.arrive();
+      blockerGates[i].wait();
+    });
+  }
+  REQUIRE(blockersStarted.waitFor(2));
+  const std::thread::id starter = startedOn.load();
+  const std::size_t onStarter = blockerThreads[0].load() == starter ? 0 : 1;
+  REQUIRE(blockerThreads[onStarter].load() == starter);
+  blockerGates[1 - onStarter].open();
+  remote.open();
+  const Path seen = path.get();
+  blockerGates[onStarter].open();
+  pool.shutdown();
+  REQUIRE(pool.awaitTermination(kLong));
+
+  CHECK(seen.started == starter);
+  CHECK(seen.finished != seen.started);
+  std::lock_guard lock(mutex);
+  REQUIRE(before.size() == 1);
+  REQUIRE(after.size() == 1);
+  CHECK(before[0].thread == seen.started);
+  CHECK(after[0].thread == seen.finished);
+  CHECK(before[0].threadName.rfind("hc-", 0) == 0);
+  CHECK(after[0].threadName.rfind("hc-", 0) == 0);
+  CHECK(after[0].threadName != before[0].threadName);
+}
+
+TEST_CASE("awaitTermination returns true only after the terminated hook has returned", "[hooks][lifecycle]") {
+  Gate hookMayReturn;
+  Counter hookEntered;
+  std::atomic<bool> hookReturned{false};
+  ThreadPoolOptions options;
+  options.name = "tw";
+  options.hooks.terminated = [&] {
+    hookEntered.arrive();
+    hookMayReturn.wait();
+    hookReturned = true;
+  };
+  ThreadPoolExecutor pool(std::move(options));
+  REQUIRE(pool.prestartCoreThread());  // the last thread to exit runs the hook
+  std::atomic<bool> waiterTerminated{false};
+  std::atomic<bool> waiterSawHookReturned{false};
+  // Waits from before the shutdown; joined after the guard below opens the gate.
+  std::jthread waiter([&] {
+    waiterTerminated = pool.awaitTermination(kLong);
+    waiterSawHookReturned = hookReturned.load();
+  });
+  OpenOnExit release(hookMayReturn);
+  pool.shutdown();
+  REQUIRE(hookEntered.waitFor(1));
+  // The hook is running and cannot return yet.
+  CHECK_FALSE(pool.awaitTermination(0ns));
+  CHECK_FALSE(pool.isTerminated());
+  hookMayReturn.open();
+  waiter.join();
+  CHECK(waiterTerminated.load());
+  CHECK(waiterSawHookReturned.load());
+  CHECK(pool.awaitTermination(0ns));
+  CHECK(hookReturned.load());
 }
 
 // ---- uncaught-exception handler -----------------------------------------------
