@@ -275,36 +275,48 @@ TEST_CASE("a block freed on another thread returns to the thread that allocated 
     FrameAllocator::deallocate(h, 200);
 }
 
-TEST_CASE("blocks allocated on one thread and freed on another never reach the global allocator in steady state",
-          "[frame][allocator]") {
-  // A producer allocates, a consumer frees: the blocks flow back to the
-  // producer through its return stack. 4 KiB blocks: a class no frame here uses.
-  constexpr std::size_t kSize = 4000;
-  constexpr int kRounds = 200;
-  constexpr int kPerRound = 64;
-  std::size_t allocatedGlobally = 0;
-  std::size_t freedGlobally = 0;
-  std::vector<void*> handed(kPerRound);
+namespace {
+
+/// What reached the global allocator when a producer thread allocated
+/// `perRound` blocks of `size` bytes and a new consumer thread freed them, for
+/// `rounds` rounds (the first, which fills the circulation, not counted).
+struct CrossThreadTraffic {
+  std::size_t allocated = 0;
+  std::size_t freed = 0;
+};
+CrossThreadTraffic crossThreadRounds(std::size_t size, int rounds, std::size_t perRound) {
+  CrossThreadTraffic traffic;
+  std::vector<void*> handed(perRound);
   std::thread producer([&] {
-    for (int round = 0; round < kRounds; ++round) {
+    for (int round = 0; round < rounds; ++round) {
       AllocationCount count;
       for (void*& block : handed)
-        block = FrameAllocator::allocate(kSize);
+        block = FrameAllocator::allocate(size);
       count.stop();
-      if (round > 0) allocatedGlobally += count.allocations();  // round 0 fills the circulation
+      if (round > 0) traffic.allocated += count.allocations();
       std::thread consumer([&] {
         AllocationCount freeing;
         for (void* block : handed)
-          FrameAllocator::deallocate(block, kSize);
+          FrameAllocator::deallocate(block, size);
         freeing.stop();
-        freedGlobally += freeing.deallocations();
+        traffic.freed += freeing.deallocations();
       });
       consumer.join();
     }
   });
   producer.join();
-  CHECK(allocatedGlobally == 0);
-  CHECK(freedGlobally == 0);
+  return traffic;
+}
+
+}  // namespace
+
+TEST_CASE("blocks allocated on one thread and freed on another never reach the global allocator in steady state",
+          "[frame][allocator]") {
+  // A producer allocates, a consumer frees: the blocks flow back to the
+  // producer through its return stack. 4 KiB blocks: a class no frame here uses.
+  const CrossThreadTraffic traffic = crossThreadRounds(4000, 200, 64);
+  CHECK(traffic.allocated == 0);
+  CHECK(traffic.freed == 0);
 }
 
 TEST_CASE("the cache of an exited thread, with the blocks returned to it, is adopted by a new thread",
@@ -475,33 +487,11 @@ TEST_CASE("blocks freed on another thread a thousand at a time never reach the g
   // round this thread allocates 1,000 blocks and another thread frees them
   // all, so the return stack must take nearly the cap's worth at once while
   // the producer's free list keeps what it will hand out next.
-  constexpr std::size_t kSize = 200;  // the 256-byte class
-  constexpr int kRounds = 30;
   constexpr std::size_t kPerRound = 1000;
   static_assert(kPerRound <= kReturnedCap && kPerRound <= kCap);
-  std::size_t allocatedGlobally = 0;
-  std::size_t freedGlobally = 0;
-  std::vector<void*> handed(kPerRound);
-  std::thread producer([&] {
-    for (int round = 0; round < kRounds; ++round) {
-      AllocationCount count;
-      for (void*& block : handed)
-        block = FrameAllocator::allocate(kSize);
-      count.stop();
-      if (round > 0) allocatedGlobally += count.allocations();  // round 0 fills the circulation
-      std::thread consumer([&] {
-        AllocationCount freeing;
-        for (void* block : handed)
-          FrameAllocator::deallocate(block, kSize);
-        freeing.stop();
-        freedGlobally += freeing.deallocations();
-      });
-      consumer.join();
-    }
-  });
-  producer.join();
-  CHECK(allocatedGlobally == 0);
-  CHECK(freedGlobally == 0);
+  const CrossThreadTraffic traffic = crossThreadRounds(200, 30, kPerRound);  // the 256-byte class
+  CHECK(traffic.allocated == 0);
+  CHECK(traffic.freed == 0);
 }
 
 TEST_CASE("a steady mix of same-thread and cross-thread frees below the cap never reaches the global allocator",
