@@ -4,20 +4,23 @@
 // another thread, the shared depot that moves blocks between threads, and the
 // promise of the coroutine layer that steady-state creation and awaiting of
 // Tasks, and submit-and-await of coroutines on a pool, do not reach the
-// global allocator. This binary
-// replaces the global operator new/delete with counting versions.
+// global allocator, nor does a steady-state execute() of a small callable.
+// This binary replaces the global operator new/delete with counting versions.
 
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
+#include "TestSupport.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
@@ -96,12 +99,15 @@ void operator delete[](void* block, std::align_val_t, const std::nothrow_t&) noe
 // ---- tests ------------------------------------------------------------------------
 
 using coexec::Future;
+using coexec::PoolStats;
 using coexec::syncWait;
 using coexec::Task;
 using coexec::ThreadPoolExecutor;
 using coexec::ThreadPoolOptions;
 using coexec::WorkQueue;
 using coexec::detail::FrameAllocator;
+using coexec::test::eventually;
+using coexec::test::Gate;
 
 namespace {
 
@@ -172,6 +178,55 @@ Task<long> submitAndAwait(ThreadPoolExecutor& pool, int warmUp, int measured, Al
   report.allocations = count.allocations();
   report.description = count.describe();
   co_return sum;
+}
+
+/// A callable of `Bytes` bytes (copies of one pointer) that counts its runs.
+template <std::size_t Bytes>
+struct CountingCallable {
+  std::array<std::atomic<int>*, Bytes / sizeof(void*)> runs;
+  void operator()() const { runs.back()->fetch_add(1, std::memory_order_release); }
+};
+
+/// Executes `warmUp` then `measured` windows of `window` CountingCallable<Bytes>
+/// on `pool`, and counts the global allocations made on any thread while the
+/// measured windows are submitted. Each window starts with one blocker per
+/// thread, held until the whole window is queued, so every window reaches the
+/// same peak of live tasks (a worker that happens to lag behind in one window
+/// cannot raise it above what the warm-up reached); the next window starts
+/// once the pool is idle again.
+template <std::size_t Bytes>
+AllocationReport countExecuteWindows(ThreadPoolExecutor& pool, int warmUp, int measured, int window) {
+  const std::size_t threads = pool.maximumPoolSize();
+  std::atomic<int> runs{0};
+  CountingCallable<Bytes> task{};
+  task.runs.fill(&runs);
+  static_assert(sizeof(task) == Bytes);
+  AllocationReport report;
+  std::uint64_t completed = pool.stats().completedTaskCount;
+  for (int w = 0; w < warmUp + measured; ++w) {
+    Gate windowQueued;
+    {
+      std::optional<AllocationCount> count;
+      if (w >= warmUp) count.emplace();
+      for (std::size_t t = 0; t < threads; ++t)
+        pool.execute([&windowQueued] { windowQueued.wait(); });
+      for (int i = 0; i < window; ++i)
+        pool.execute(task);
+      if (count) {
+        count->stop();
+        report.allocations += count->allocations();
+        if (count->allocations() > 0 && report.description.empty()) report.description = count->describe();
+      }
+    }
+    windowQueued.open();
+    completed += threads + static_cast<std::size_t>(window);
+    REQUIRE(eventually([&pool, completed] {
+      const PoolStats s = pool.stats();
+      return s.completedTaskCount == completed && s.activeCount == 0;
+    }));
+  }
+  REQUIRE(runs.load() == (warmUp + measured) * window);
+  return report;
 }
 
 /// Like submitAndAwait, but meant to run on a thread of `pool` itself.
@@ -332,4 +387,35 @@ TEST_CASE("steady-state submit and await between coroutines on one pool thread m
   CHECK(sum.get() == expected);
   INFO(report.description);
   CHECK(report.allocations == 0);
+}
+
+TEST_CASE("steady-state execute of a small callable makes no global allocation", "[executor][allocator]") {
+  const std::size_t threads = GENERATE(1, 2);
+  const bool bounded = GENERATE(true, false);
+  CAPTURE(threads, bounded);
+  constexpr int kWindow = 1000;  // tasks in flight at most: well inside the 4,096-place ring
+  constexpr int kWarmUp = 20;
+  constexpr int kMeasured = 20;
+  ThreadPoolOptions options;
+  options.name = "execs";
+  options.corePoolSize = threads;
+  options.maximumPoolSize = threads;
+  options.workQueue = bounded ? WorkQueue::bounded(2 * kWindow) : WorkQueue::unbounded();
+  ThreadPoolExecutor pool(options);
+  REQUIRE(pool.prestartAllCoreThreads() == threads);
+  SECTION("an 8-byte callable") {
+    const AllocationReport report = countExecuteWindows<8>(pool, kWarmUp, kMeasured, kWindow);
+    INFO(report.description);
+    CHECK(report.allocations == 0);
+  }
+  SECTION("a 48-byte callable") {
+    const AllocationReport report = countExecuteWindows<48>(pool, kWarmUp, kMeasured, kWindow);
+    INFO(report.description);
+    CHECK(report.allocations == 0);
+  }
+  SECTION("a 64-byte callable") {
+    const AllocationReport report = countExecuteWindows<64>(pool, kWarmUp, kMeasured, kWindow);
+    INFO(report.description);
+    CHECK(report.allocations == 0);
+  }
 }
