@@ -326,7 +326,7 @@ auto runOnStackOf(std::size_t stackBytes, F f) -> std::invoke_result_t<F&> {
   const long page = sysconf(_SC_PAGESIZE);
   const std::size_t pageSize = page > 0 ? static_cast<std::size_t>(page) : 4096;
   const std::size_t rounded = (stackBytes + pageSize - 1) / pageSize * pageSize;
-  pthread_t thread;
+  pthread_t thread{};
   int error = pthread_attr_setstacksize(&attributes, rounded);
   if (error == 0) error = pthread_create(&thread, &attributes, &Call::run, &call);
   pthread_attr_destroy(&attributes);
