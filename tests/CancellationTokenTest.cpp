@@ -229,8 +229,8 @@ TEST_CASE("cancel racing deregistration never runs a callback after its registra
 TEST_CASE("cancel racing registration runs every callback exactly once", "[cancel][registration][race]") {
   constexpr int kRounds = 300;
   constexpr int kRegistrations = 16;
-  std::size_t ranInline = 0;     // registered after the request: ran in the constructor
-  std::size_t ranByCancel = 0;   // registered before: ran on the cancelling thread
+  std::size_t ranInline = 0;    // registered after the request: ran in the constructor
+  std::size_t ranByCancel = 0;  // registered before: ran on the cancelling thread
   for (int round = 0; round < kRounds; ++round) {
     const Lead lead = kLeads[round % std::size(kLeads)];
     CancellationSource source;

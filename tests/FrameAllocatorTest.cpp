@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <optional>
@@ -22,6 +23,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "TestSupport.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
@@ -100,12 +102,15 @@ void operator delete[](void* block, std::align_val_t, const std::nothrow_t&) noe
 // ---- tests ------------------------------------------------------------------------
 
 using coexec::Future;
+using coexec::PoolStats;
 using coexec::syncWait;
 using coexec::Task;
 using coexec::ThreadPoolExecutor;
 using coexec::ThreadPoolOptions;
 using coexec::WorkQueue;
 using coexec::detail::FrameAllocator;
+using coexec::test::eventually;
+using coexec::test::Gate;
 
 namespace {
 
@@ -186,21 +191,28 @@ struct CountingCallable {
 };
 
 /// Executes `warmUp` then `measured` windows of `window` CountingCallable<Bytes>
-/// on `pool`, each window run to the end before the next one starts, and
-/// counts the global allocations made on any thread while the measured
-/// windows are submitted (the pool's threads run them meanwhile).
+/// on `pool`, and counts the global allocations made on any thread while the
+/// measured windows are submitted. Each window starts with one blocker per
+/// thread, held until the whole window is queued, so every window reaches the
+/// same peak of live tasks (a worker that happens to lag behind in one window
+/// cannot raise it above what the warm-up reached); the next window starts
+/// once the pool is idle again.
 template <std::size_t Bytes>
 AllocationReport countExecuteWindows(ThreadPoolExecutor& pool, int warmUp, int measured, int window) {
+  const std::size_t threads = pool.maximumPoolSize();
   std::atomic<int> runs{0};
   CountingCallable<Bytes> task{};
   task.runs.fill(&runs);
   static_assert(sizeof(task) == Bytes);
   AllocationReport report;
-  int submitted = 0;
+  std::uint64_t completed = pool.stats().completedTaskCount;
   for (int w = 0; w < warmUp + measured; ++w) {
+    Gate windowQueued;
     {
       std::optional<AllocationCount> count;
       if (w >= warmUp) count.emplace();
+      for (std::size_t t = 0; t < threads; ++t)
+        pool.execute([&windowQueued] { windowQueued.wait(); });
       for (int i = 0; i < window; ++i)
         pool.execute(task);
       if (count) {
@@ -209,13 +221,14 @@ AllocationReport countExecuteWindows(ThreadPoolExecutor& pool, int warmUp, int m
         if (count->allocations() > 0 && report.description.empty()) report.description = count->describe();
       }
     }
-    submitted += window;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (runs.load(std::memory_order_acquire) < submitted) {
-      if (std::chrono::steady_clock::now() > deadline) FAIL("the pool did not run a window of tasks within 10 s");
-      std::this_thread::yield();
-    }
+    windowQueued.open();
+    completed += threads + static_cast<std::size_t>(window);
+    REQUIRE(eventually([&pool, completed] {
+      const PoolStats s = pool.stats();
+      return s.completedTaskCount == completed && s.activeCount == 0;
+    }));
   }
+  REQUIRE(runs.load() == (warmUp + measured) * window);
   return report;
 }
 

@@ -26,7 +26,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <source_location>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -85,11 +84,12 @@ inline const std::thread::id kTestThread = std::this_thread::get_id();
   std::abort();
 }
 
-/// "file:line" of `where`, for messages.
-inline std::string describe(const std::source_location& where) {
-  const char* file = where.file_name();
+/// "tests/X.cpp:123", for messages. Helpers take the place of their caller
+/// as default arguments `const char* file = __builtin_FILE(), int line =
+/// __builtin_LINE()` (GCC and clang; std::source_location needs clang 15).
+inline std::string place(const char* file, int line) {
   if (const char* tests = std::strstr(file, "tests/")) file = tests;
-  return fmt::format("{}:{}", file, where.line());
+  return fmt::format("{}:{}", file, line);
 }
 
 }  // namespace detail
@@ -107,7 +107,7 @@ inline std::string describe(const std::source_location& where) {
 /// failure names the gate by the place it was declared.
 class Gate {
  public:
-  Gate(std::source_location declared = std::source_location::current()) : declared_(declared) {}
+  Gate(const char* file = __builtin_FILE(), int line = __builtin_LINE()) : declaredIn_(file), declaredAt_(line) {}
   Gate(const Gate&) = delete;
   Gate& operator=(const Gate&) = delete;
   ~Gate() { open(); }
@@ -126,7 +126,7 @@ class Gate {
     if (cv_.wait_for(lock, kWaitLimit, [&] { return open_; })) return;
     lock.unlock();
     detail::failTimedOutWait(fmt::format("the gate declared at {} was not opened within {} s",
-                                         detail::describe(declared_),
+                                         detail::place(declaredIn_, declaredAt_),
                                          std::chrono::duration_cast<std::chrono::seconds>(kWaitLimit).count()));
   }
   bool isOpen() const {
@@ -139,7 +139,8 @@ class Gate {
   /// finish reports that first, with its own message.
   static constexpr std::chrono::milliseconds kWaitLimit = kLong * 3;
 
-  std::source_location declared_;
+  const char* declaredIn_;
+  int declaredAt_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool open_ = false;
@@ -296,8 +297,8 @@ inline std::uint64_t ledgerAccountedFor(const PoolStats& s) {
 /// `taskCount == completed + failed + cancelled + discarded + drained +
 /// queueSize + localQueueSize`. A failure shows the whole snapshot and the
 /// caller's line.
-inline void checkLedgerAddsUp(const PoolStats& s, std::source_location where = std::source_location::current()) {
-  INFO("ledger checked at " << detail::describe(where) << " on " << fmt::format("{}", s));
+inline void checkLedgerAddsUp(const PoolStats& s, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  INFO("ledger checked at " << detail::place(file, line) << " on " << fmt::format("{}", s));
   CHECK(s.taskCount == ledgerAccountedFor(s));
 }
 
@@ -311,14 +312,14 @@ auto runOnStackOf(std::size_t stackBytes, F f) -> std::invoke_result_t<F&> {
   using R = std::invoke_result_t<F&>;
   struct Call {
     F& f;
-    std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> result{};
+    std::optional<std::conditional_t<std::is_void_v<R>, bool, R>> result{};
     std::exception_ptr error{};
     static void* run(void* self) {
       auto& call = *static_cast<Call*>(self);
       try {
         if constexpr (std::is_void_v<R>) {
           call.f();
-          call.result = true;
+          call.result.emplace(true);
         } else {
           call.result.emplace(call.f());
         }
@@ -336,7 +337,7 @@ auto runOnStackOf(std::size_t stackBytes, F f) -> std::invoke_result_t<F&> {
   const long page = sysconf(_SC_PAGESIZE);
   const std::size_t pageSize = page > 0 ? static_cast<std::size_t>(page) : 4096;
   const std::size_t rounded = (stackBytes + pageSize - 1) / pageSize * pageSize;
-  pthread_t thread;
+  pthread_t thread{};
   int error = pthread_attr_setstacksize(&attributes, rounded);
   if (error == 0) error = pthread_create(&thread, &attributes, &Call::run, &call);
   pthread_attr_destroy(&attributes);
@@ -345,6 +346,5 @@ auto runOnStackOf(std::size_t stackBytes, F f) -> std::invoke_result_t<F&> {
   if (call.error) std::rethrow_exception(call.error);
   if constexpr (!std::is_void_v<R>) return std::move(*call.result);
 }
-
 
 }  // namespace coexec::test

@@ -894,8 +894,7 @@ struct LocalQueueConfig {
   WorkQueue queue;
 };
 
-TEST_CASE("tasks a pool thread submits go to its local queue, which it runs newest first",
-          "[executor][local]") {
+TEST_CASE("tasks a pool thread submits go to its local queue, which it runs newest first", "[executor][local]") {
   const LocalQueueConfig config = GENERATE(LocalQueueConfig{"bounded(16)", WorkQueue::bounded(16)},
                                            LocalQueueConfig{"unbounded", WorkQueue::unbounded()});
   INFO(config.name);
