@@ -24,8 +24,13 @@ class ResumeOnAwaiter;
 /// under callerRuns() the coroutine goes on in the calling thread; under
 /// discard() the `co_await` throws RejectedExecution; if the hop is returned
 /// by shutdownNow() and dropped, it throws BrokenPromise on the thread that
-/// dropped it. From a coroutine already running on `pool` it is a yield
-/// through the pool's continuation queue: never rejected, never blocks.
+/// dropped it. Under callerRuns() the coroutine goes on from its own frame
+/// (not nested inside the refused hop), so a loop of refused hops runs in
+/// constant stack. From a coroutine already running on `pool` it is a yield:
+/// the coroutine resumes on the same worker after the items that were
+/// waiting when it yielded (or as soon as nothing else waits; an idle worker
+/// takes it if that worker blocks), so a task already queued runs before it.
+/// Never rejected, never blocks.
 ///
 /// Never blocks a thread except under block() (see RejectionPolicy).
 /// \note `pool` must outlive the coroutine's stay on it.

@@ -176,7 +176,9 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// them (their Futures then report BrokenPromise). A task that a pool
   /// thread forks onto its local queue at the very moment of the call is
   /// either returned or run by that thread, like a task a worker had just
-  /// dequeued. See "Lifecycle".
+  /// dequeued; such a task, and one handed to a waking worker or taken from
+  /// a queue just before the call, starts with its token already cancelled.
+  /// See "Lifecycle".
   std::vector<PendingTask> shutdownNow();
 
   /// Blocks until the pool is TERMINATED or `timeout` passes; true if
@@ -184,7 +186,10 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// \throws std::logic_error if called from one of this pool's threads.
   bool awaitTermination(std::chrono::nanoseconds timeout);
 
-  /// shutdown(), then blocks until TERMINATED and joins every thread.
+  /// shutdown(), then blocks until TERMINATED and joins every thread. A
+  /// coroutine task of this pool that finishes on another thread (after a
+  /// resumeOn hop, say) is waited for until that thread is done with the
+  /// pool, so the pool may be destroyed as soon as close() returns.
   /// \throws std::logic_error if called from one of this pool's threads.
   void close();
 
