@@ -208,7 +208,12 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   void postYield(std::coroutine_handle<> handle) noexcept;
   // CoroutineObserver: a coroutine task of this pool finished.
   void coroutineFinished(TaskCore& task, const RunResult& result) noexcept override;
-  void reportFactoryErrors(const FactoryErrors& errors);
+  /// Reports each failure of the thread factory to the uncaught handler
+  /// (inline: admission calls it on every submission, nearly always empty).
+  void reportFactoryErrors(const FactoryErrors& errors) {
+    if (!errors.empty()) reportFactoryErrorsSlow(errors);
+  }
+  void reportFactoryErrorsSlow(const FactoryErrors& errors);
   void reportUncaught(const std::exception_ptr& error, const TaskInfo& info) noexcept;
   /// Starts up to `count` threads for queued work (core resize); after unlock,
   /// reports factory errors.
@@ -233,7 +238,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     counter.store(counter.load(std::memory_order_relaxed) + n, order);
   }
   /// The counters the calling thread updates: its worker's, or outside_.
-  Counters& countersHere() noexcept;
+  Counters& countersHere() noexcept;  // defined below: inline on the submit path
   // idleWorkers_.size(), readable without the lock. On its own line: every
   // park and wake-up writes it, and every submission reads the lines next
   // to it (stateMirror_, the mirrors of the sizes).
@@ -418,5 +423,9 @@ PoolImpl* currentPool() noexcept;
 inline thread_local PoolImpl* tlsPool = nullptr;
 inline thread_local PoolImpl::Worker* tlsWorker = nullptr;
 inline thread_local const std::string* tlsWorkerName = nullptr;
+
+inline PoolImpl::Counters& PoolImpl::countersHere() noexcept {
+  return tlsPool == this && tlsWorker != nullptr ? tlsWorker->counters : outside_;
+}
 
 }  // namespace coexec::detail

@@ -51,7 +51,9 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
     Work work;
     if (void* next = worker->nextContinuation.exchange(nullptr, std::memory_order_acquire)) {
       work.continuation = std::coroutine_handle<>::from_address(next);
-    } else if (std::coroutine_handle<> yielded = takeYield(*worker, /*force=*/false)) {
+    } else if (std::coroutine_handle<> yielded;
+               worker->yieldCount.load(std::memory_order_relaxed) > 0 &&
+               (yielded = takeYield(*worker, /*force=*/false))) {
       work = Work{{}, yielded, false, true};
     } else {
       work = popLocal(*worker);
@@ -163,10 +165,6 @@ RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
   }
   if (result.outcome == Outcome::failed && !task.hasFuture()) reportUncaught(result.error, info);
   return result;
-}
-
-PoolImpl::Counters& PoolImpl::countersHere() noexcept {
-  return tlsPool == this && tlsWorker != nullptr ? tlsWorker->counters : outside_;
 }
 
 void PoolImpl::count(Outcome outcome) noexcept {

@@ -160,7 +160,7 @@ PoolStats PoolImpl::statsLocked() const {
   return s;
 }
 
-void PoolImpl::reportFactoryErrors(const FactoryErrors& errors) {
+void PoolImpl::reportFactoryErrorsSlow(const FactoryErrors& errors) {
   for (const std::exception_ptr& error : errors) {
     reportUncaught(error, TaskInfo{name_, "(thread factory)", false, 0});
   }
