@@ -71,6 +71,12 @@ void PoolImpl::postYield(std::coroutine_handle<> handle) noexcept {
   std::size_t waiting = worker->local.size() + sharedWork_.load(std::memory_order_relaxed) +
                         (inject_ ? inject_->size() : 0) +
                         (worker->nextContinuation.load(std::memory_order_relaxed) != nullptr ? 1 : 0);
+  if (waiting == 0 && worker->yieldCount.load(std::memory_order_relaxed) == 0) {
+    // Nothing to yield to: the fast slot, as any continuation (a yield in a
+    // loop on an otherwise idle pool costs no lock).
+    post(handle);
+    return;
+  }
   {
     std::lock_guard local(worker->localMutex);
     if (worker->yields.empty()) worker->ranSinceYield.store(0, std::memory_order_relaxed);
