@@ -111,8 +111,8 @@ int main() {
   check(pool.awaitTermination(std::chrono::seconds(10)), "the pool terminates");
   const coexec::PoolStats s = pool.stats();
   fmt::print("\n{}\n\n", s);
-  check(s.taskCount ==
-            s.completedTaskCount + s.failedCount + s.cancelledCount + s.discardedCount + s.drainedCount + s.queueSize,
+  check(s.taskCount == s.completedTaskCount + s.failedCount + s.cancelledCount + s.discardedCount +
+                           s.drainedCount + s.queueSize + s.localQueueSize,
         "the ledger adds up");
   check(s.taskCount == 6 && s.completedTaskCount == 1 && s.cancelledCount == 3 && s.drainedCount == 2 &&
             s.rejectedCount == 1,
