@@ -273,3 +273,63 @@ TEST_CASE("WorkStealingDeque: sizeAtOneInstant never reports more than the deque
   observer.join();
   CHECK(largest.load() <= kMax);
 }
+
+TEST_CASE("MpmcRing: takeAll takes the rest in one piece while consumers pop: never a value from its middle",
+          "[lockfree][ring][takeAll]") {
+  // purge() and shutdownNow() take the shared ring's tasks while workers pop
+  // without the lock; a worker that took a task from the middle of the batch
+  // would run it before the older tasks of the batch (which go to the
+  // overflow queue). Each round: 200 values pushed, two consumers popping,
+  // then takeAll: its batch must be one run of consecutive values, newer
+  // than everything the consumers took, and nothing is lost or taken twice.
+  constexpr std::size_t kPerRound = 200;
+  const std::size_t rounds = coexec::test::stressSize(2'000, 10);
+  MpmcRing<std::uintptr_t*> ring(256);
+  std::size_t next = 0;
+  std::size_t rangesChecked = 0;
+  std::size_t batchesNonEmpty = 0;
+  for (std::size_t round = 0; round < rounds; ++round) {
+    const std::size_t first = next;
+    for (std::size_t i = 0; i < kPerRound; ++i)
+      REQUIRE(ring.tryPush(encode(next++)));
+    std::vector<std::vector<std::size_t>> popped(2);
+    std::atomic<bool> stop{false};
+    std::latch go(3);
+    std::vector<std::thread> consumers;
+    for (std::size_t c = 0; c < 2; ++c) {
+      consumers.emplace_back([&, c] {
+        go.arrive_and_wait();
+        std::uintptr_t* out = nullptr;
+        while (!stop.load(std::memory_order_relaxed)) {
+          if (ring.tryPop(out)) popped[c].push_back(decode(out));
+        }
+      });
+    }
+    go.arrive_and_wait();
+    std::vector<std::size_t> batch;
+    ring.takeAll([&batch](std::uintptr_t* value) noexcept { batch.push_back(decode(value)); });
+    stop = true;
+    for (std::thread& t : consumers)
+      t.join();
+    INFO("round " << round);
+    std::vector<std::size_t> all(batch);
+    for (const auto& values : popped)
+      all.insert(all.end(), values.begin(), values.end());
+    std::sort(all.begin(), all.end());
+    REQUIRE(all.size() == kPerRound);  // nothing lost, nothing twice
+    for (std::size_t i = 0; i < kPerRound; ++i)
+      REQUIRE(all[i] == first + i);
+    for (std::size_t i = 1; i < batch.size(); ++i)
+      REQUIRE(batch[i] == batch[i - 1] + 1);  // one run, in order
+    if (!batch.empty()) {
+      ++batchesNonEmpty;
+      for (const auto& values : popped) {
+        for (std::size_t v : values)
+          REQUIRE(v < batch.front());  // consumers took only older values
+      }
+    }
+    ++rangesChecked;
+  }
+  CHECK(rangesChecked == rounds);
+  CHECK(batchesNonEmpty > 0);  // the race this is about happened
+}

@@ -76,9 +76,13 @@ bool PoolImpl::tryInject(PendingTask& task) {
   admitting_.fetch_add(1, std::memory_order_seq_cst);
   bool pushed = false;
   // seq_cst after the announcement: purge() stores purging_ and then waits
-  // for admitting_ to drain, so it either sees us or we see it.
+  // for admitting_ to drain, so it either sees us or we see it. overflow_
+  // again after that: a purge that ran while we were between the first check
+  // and the announcement moved the ring's tasks to queue_ and set overflow_
+  // before it ended (this thread's own earlier tasks among them), so a
+  // push to the ring now would overtake them.
   if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::running &&
-      !purging_.load(std::memory_order_seq_cst) && reserveQueued()) {
+      !purging_.load(std::memory_order_seq_cst) && !overflow_.load(std::memory_order_acquire) && reserveQueued()) {
     std::size_t pos = 0;
     if (inject_->tryClaim(pos)) {
       task.core_->owner = this;
@@ -118,16 +122,12 @@ void PoolImpl::waitAdmissionsLocked() const noexcept {
 std::vector<PendingTask> PoolImpl::drainSharedLocked() {
   std::vector<PendingTask> tasks;
   if (inject_) {
-    TaskCore* raw = nullptr;
-    while (true) {
-      if (inject_->tryPop(raw)) {
-        tasks.push_back(PendingTask(Ref<TaskCore>::adopt(raw)));
-      } else if (inject_->empty()) {
-        break;
-      } else {
-        std::this_thread::yield();  // a push between claim and publish
-      }
-    }
+    // All at once (takeAll): a worker popping without the lock meanwhile
+    // takes an older task or none, never one from the middle, so the tasks
+    // taken here stay behind every task a worker already has. Room first:
+    // the sink must not throw, and no push can add to the ring meanwhile.
+    tasks.reserve(inject_->size() + queue_.size());
+    inject_->takeAll([&tasks](TaskCore* raw) noexcept { tasks.push_back(PendingTask(Ref<TaskCore>::adopt(raw))); });
   }
   for (PendingTask& task : queue_.drain())
     tasks.push_back(std::move(task));  // the overflow: newer than the ring's

@@ -193,8 +193,10 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   /// (after a change of state; see InFlightShard). They never take the lock
   /// while announced.
   void waitFinishersLocked() const noexcept;
-  /// Requires: mutex_ held. Every task of the shared queue in FIFO order;
-  /// both parts are left empty.
+  /// Requires: mutex_ held, and no lock-free push under way (admitting_
+  /// drained after a change of state, or purging_ set). Every task of the
+  /// shared queue in FIFO order, taken from the ring at once (workers popping
+  /// meanwhile get older tasks or none); both parts are left empty.
   std::vector<PendingTask> drainSharedLocked();
   /// From one of this pool's threads: queues `task` on that worker's local
   /// queue. False (task untouched) if the pool is not running or the queue

@@ -89,6 +89,33 @@ class MpmcRing {
     }
   }
 
+  /// Takes every value in the ring at once, oldest first, passing each to
+  /// `sink` (which must not throw): one compare-and-swap moves the head past
+  /// all of them, so a concurrent tryPop() either took its value before (an
+  /// older one) or finds the ring empty; no pop can take a value from the
+  /// middle of the batch. Returns how many. Precondition: no push is between
+  /// its claim and its publish (the caller keeps pushers out); concurrent
+  /// pops are fine. Any thread.
+  template <class Sink>
+  std::size_t takeAll(Sink sink) noexcept {
+    std::size_t head = head_.load(std::memory_order_relaxed);
+    std::size_t tail = 0;
+    do {
+      tail = tail_.load(std::memory_order_acquire);
+      if (tail <= head) return 0;
+    } while (!head_.compare_exchange_weak(head, tail, std::memory_order_seq_cst, std::memory_order_relaxed));
+    for (std::size_t pos = head; pos != tail; ++pos) {
+      Slot& slot = slots_[pos & mask_];
+      while (slot.sequence.load(std::memory_order_acquire) != pos + 1) {
+        // Published already (see the precondition); a pop of the previous lap
+        // that released this slot late is the only wait.
+      }
+      sink(slot.value);
+      slot.sequence.store(pos + mask_ + 1, std::memory_order_release);
+    }
+    return tail - head;
+  }
+
   /// Claimed pushes minus claimed pops: exact when no push or pop is under
   /// way. seq_cst loads (see the class comment).
   [[nodiscard]] std::size_t size() const noexcept {
