@@ -6,9 +6,13 @@
 
 coexec::Task<int> sumOfSquares(coexec::ThreadPoolExecutor& pool) {
   std::vector<coexec::Future<int>> squares;
-  for (int i = 1; i <= 4; ++i) squares.push_back(pool.submit([i] { return i * i; }));
+  for (int i = 1; i <= 4; ++i) {
+    squares.push_back(pool.submit([i] { return i * i; }));
+  }
   int sum = 0;
-  for (coexec::Future<int>& square : squares) sum += co_await square;  // name the Future, then co_await it
+  for (coexec::Future<int>& square : squares) {
+    sum += co_await square;  // name the Future, then co_await it
+  }
   co_return sum;
 }
 

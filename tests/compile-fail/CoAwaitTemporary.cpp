@@ -3,7 +3,9 @@
 // static_assert that names the fix, and nothing else may fail; on other
 // compilers the whole file must compile (the temporary forms are allowed).
 //
+// clang-format off
 // expect-message: coexec: GCC 12 miscompiles temporaries in a co_await expression; name the Future first: auto f = pool.submit(...); co_await f;
+// clang-format on
 //
 // Each form awaits a Future of a different result type: the refusal is one
 // instantiation per Future<R>, reported once per translation unit.
