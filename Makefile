@@ -8,7 +8,10 @@
 SHELL := /bin/bash
 DEBIAN_PACKAGES := cmake ninja-build g++ clang make pkg-config libasio-dev catch2 libfmt-dev
 BENCH_PACKAGES := libtbb-dev valgrind
+# JOBS bounds both the compiler jobs of `cmake --build` and the tests ctest
+# runs at once: `make test JOBS=2` on a small machine.
 JOBS ?= $(shell nproc)
+BUILD_FLAGS ?= -j $(JOBS)
 CTEST_FLAGS ?= -j$(JOBS) --timeout 300
 
 .PHONY: all deps bench-deps demo test check asan tsan clang bench install clean
@@ -24,40 +27,42 @@ bench-deps: deps
 
 demo: deps
 	cmake --preset release
-	cmake --build --preset release --target routing
+	cmake --build --preset release --target routing $(BUILD_FLAGS)
 	./build/release/examples/routing
 
 test: deps
 	cmake --preset dev
-	cmake --build --preset dev
+	cmake --build --preset dev $(BUILD_FLAGS)
 	ctest --preset dev $(CTEST_FLAGS)
 
 asan: deps
 	cmake --preset asan
-	cmake --build --preset asan
+	cmake --build --preset asan $(BUILD_FLAGS)
 	ctest --preset asan $(CTEST_FLAGS)
 
 tsan: deps
 	cmake --preset tsan
-	cmake --build --preset tsan
+	cmake --build --preset tsan $(BUILD_FLAGS)
 	ctest --preset tsan $(CTEST_FLAGS)
 
 clang: deps
 	cmake --preset clang
-	cmake --build --preset clang
+	cmake --build --preset clang $(BUILD_FLAGS)
 	ctest --preset clang $(CTEST_FLAGS)
 
 check: test asan tsan clang
 
 bench: bench-deps
 	cmake --preset release -DCOEXEC_BUILD_BENCH=ON
-	cmake --build --preset release
+	cmake --build --preset release $(BUILD_FLAGS)
 	./bench/run.sh build/release
 
+# Builds the library alone (the `install` preset: Release, no tests, no
+# examples, in build/install) and installs it, by default into /usr/local.
 install: deps
-	cmake --preset release
-	cmake --build --preset release
-	cmake --install build/release $(if $(PREFIX),--prefix $(PREFIX),)
+	cmake --preset install
+	cmake --build --preset install $(BUILD_FLAGS)
+	cmake --install build/install $(if $(PREFIX),--prefix $(PREFIX),)
 
 clean:
 	rm -rf build

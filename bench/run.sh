@@ -10,7 +10,8 @@
 # task for W1 with 1 worker (skipped with a note without valgrind), and the
 # report: the table on stdout, <build>/bench/results.csv (per-metric
 # statistics; samples.csv holds every sample), docs/perf/latest.md and
-# docs/perf/latest.svg.
+# docs/perf/latest.svg, copied into docs/performance.md and summarised in
+# README.md by bench/splice.sh.
 #
 # Environment: BENCH_RUNS (default 5), BENCH_SCALE (default 1: the issue's
 # sizes), BENCH_WORKLOADS (default "W1.1 W1.2 W2 W3.coro W3.chain W4 W5"),
@@ -137,23 +138,14 @@ export BENCH_MACHINE BENCH_COMMAND
   echo "- \`W1.1 callgrind\`: callgrind instructions per task, W1 with 1 worker and 100,000 tasks, over the timed region."
 } >>"$root/docs/perf/latest.md"
 
-# The README and docs/performance.md carry the latest table, goals and chart
-# between their `<!-- bench:begin -->` and `<!-- bench:end -->` lines.
-splice() {
-  local target=$1 chart=$2 block
-  block=$(awk '/^Machine:/ { on = 1 } on { print } /^!\[chart\]/ { exit }' "$root/docs/perf/latest.md" |
-    sed "s|^!\[chart\](latest.svg)|![chart]($chart)|")
-  awk -v block="$block" '
-    /^<!-- bench:begin -->/ { print; print block; skip = 1; next }
-    /^<!-- bench:end -->/ { skip = 0 }
-    !skip { print }' "$target" >"$target.tmp" && mv "$target.tmp" "$target"
-}
-splice "$root/README.md" docs/perf/latest.svg
-splice "$root/docs/performance.md" perf/latest.svg
+# docs/performance.md carries the latest table, goals and chart, README.md a
+# three-line summary, between their `<!-- bench:begin -->` and
+# `<!-- bench:end -->` lines.
+"$root/bench/splice.sh" "$root"
 
 echo
 echo "Machine: $BENCH_MACHINE"
-echo "Wrote $bin/results.csv, $samples, docs/perf/latest.md, docs/perf/latest.svg, and the table in README.md and docs/performance.md ($((SECONDS - start)) s in all)"
+echo "Wrote $bin/results.csv, $samples, docs/perf/latest.md, docs/perf/latest.svg, the table in docs/performance.md and the summary in README.md ($((SECONDS - start)) s in all)"
 if ((failures > 0)); then
   echo "run.sh: $failures benchmark run(s) failed; see $log" >&2
   exit 1

@@ -101,6 +101,16 @@ TEST_CASE("toString names every pool state", "[stats][format]") {
   CHECK(coexec::toString(PoolState::terminated) == "TERMINATED");
 }
 
+TEST_CASE("fmt formats every pool state by its name, with string format specs", "[stats][format]") {
+  for (const PoolState state : {PoolState::running, PoolState::shutdown, PoolState::stop, PoolState::terminated}) {
+    CAPTURE(coexec::toString(state));
+    CHECK(fmt::format("{}", state) == coexec::toString(state));
+  }
+  CHECK(fmt::format("[{:>10}]", PoolState::stop) == "[      STOP]");
+  CHECK(fmt::format("[{:<9}]", PoolState::running) == "[RUNNING  ]");
+  CHECK(fmt::format("[{:^12}]", PoolState::shutdown) == "[  SHUTDOWN  ]");
+}
+
 // ---- configuration and state -----------------------------------------------------
 
 TEST_CASE("stats of a new pool echo its configuration and count nothing", "[stats]") {

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "coexec/Errors.h"
+#include "coexec/detail/Diagnostics.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/Scheduler.h"
 #include "coexec/detail/TaskCore.h"
@@ -78,12 +79,24 @@ class [[nodiscard]] Future {
   /// \throws std::logic_error if the Future is empty or already consumed.
   detail::FutureAwaiter<R> operator co_await() & { return detail::FutureAwaiter<R>(core_); }
 #if COEXEC_GCC_CO_AWAIT_TEMPORARY_BUG
-  /// Deleted on GCC 12 and older: there, `co_await pool.submit([s] {...})`
-  /// destroys the lambda's captures twice (a std::string capture is freed
-  /// twice: heap corruption). Name the Future first:
-  /// `auto f = pool.submit([s] {...}); co_await f;` (docs/coroutines.md).
-  detail::FutureAwaiter<R> operator co_await() && = delete;
+  /// Refused at compile time on GCC 12 and older: `co_await` of a Future
+  /// temporary (`co_await pool.submit(...)`, with or without captures) or of
+  /// `std::move(f)`. There, `co_await pool.submit([s] {...})` destroys the
+  /// lambda's captures twice (a std::string capture is freed twice: heap
+  /// corruption). Name the Future first: `auto f = pool.submit([s] {...});
+  /// co_await f;` (docs/coroutines.md). The overload is a template so that the
+  /// one error is this static_assert, reported from the user's `co_await`.
+  template <class Self = Future>
+  detail::FutureAwaiter<R> operator co_await() && {
+    static_assert(detail::kAlwaysFalse<Self>,
+                  "coexec: GCC 12 miscompiles temporaries in a co_await expression; name the Future first: "
+                  "auto f = pool.submit(...); co_await f;  (co_await std::move(f) is refused too; "
+                  "see docs/coroutines.md, \"GCC 12 bugs and the safe forms\")");
+    return detail::FutureAwaiter<R>(core_);
+  }
 #else
+  /// As the lvalue overload: the temporary lives to the end of the full
+  /// expression, which outlasts the awaiter.
   detail::FutureAwaiter<R> operator co_await() && { return detail::FutureAwaiter<R>(core_); }
 #endif
 

@@ -74,6 +74,15 @@ struct PoolStats {
 
 }  // namespace coexec
 
+/// Formats a PoolState as toString() names it: `RUNNING`, `SHUTDOWN`, `STOP`
+/// or `TERMINATED`. Takes the format specs of a string (fill, alignment,
+/// width: `fmt::format("{:>10}", state)`). Never blocks; throws only what
+/// fmt throws (fmt::format_error for bad specs, std::bad_alloc).
+template <>
+struct COEXEC_EXPORT fmt::formatter<coexec::PoolState> : fmt::formatter<std::string_view> {
+  fmt::format_context::iterator format(coexec::PoolState state, fmt::format_context& ctx) const;
+};
+
 /// Formats a PoolStats on one line:
 /// `pool 'io' RUNNING: size 2 (core 1, max 2, largest 2), active 2, queued 1/1,
 /// tasks 7 (completed 3, failed 1, cancelled 0, discarded 0, drained 0),

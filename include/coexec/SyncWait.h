@@ -1,10 +1,12 @@
 #pragma once
 
+#include <exception>
 #include <stdexcept>
 #include <utility>
 
 #include "coexec/Export.h"
 #include "coexec/Task.h"
+#include "coexec/detail/Diagnostics.h"
 #include "coexec/detail/Scheduler.h"
 
 namespace coexec {
@@ -44,14 +46,19 @@ COEXEC_EXPORT void checkSyncWaitAllowed();
 /// rethrows its exception. Blocks until the task finishes. Coroutines that
 /// suspend inside `task` resume on this thread (syncWait runs their
 /// continuations in a loop), unless they hop to a pool explicitly.
+/// Takes the Task over: pass a temporary, `syncWait(work(pool))`, or move a
+/// named one in, `syncWait(std::move(task))`; a named Task (an lvalue) is a
+/// compile-time error that says so. The coroutine frame is destroyed before
+/// syncWait returns.
 /// \throws std::logic_error if the calling thread is a thread of a coexec
 /// pool (blocking a pool thread can deadlock the pool: `co_await` the task
 /// instead), if `task` was already started (awaited, or submitted to a pool),
 /// and, as std::invalid_argument, if `task` is empty.
 template <class T>
-T syncWait(Task<T> task) {
+T syncWait(Task<T>&& task) {
+  Task<T> owned = std::move(task);  // the frame dies with this call, not with the caller's Task
   detail::checkSyncWaitAllowed();
-  const auto handle = detail::startableHandle(task, "", "syncWait");
+  const auto handle = detail::startableHandle(owned, "", "syncWait");
   detail::RunLoop loop;
   handle.promise().setCompletion([](void* l) noexcept { static_cast<detail::RunLoop*>(l)->finish(); }, &loop);
   struct RestoreScheduler {
@@ -61,6 +68,16 @@ T syncWait(Task<T> task) {
   detail::resume(handle);
   loop.run();
   return handle.promise().result();
+}
+
+/// Refused at compile time: a named Task must be moved in,
+/// `syncWait(std::move(task))` (a Task is move-only and runs once).
+template <class T>
+T syncWait(const Task<T>& task) {
+  static_assert(detail::kAlwaysFalse<T>,
+                "coexec: syncWait takes the Task over; a named Task must be moved in: syncWait(std::move(task))");
+  (void)task;
+  std::terminate();
 }
 
 }  // namespace coexec

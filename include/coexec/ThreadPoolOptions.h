@@ -40,9 +40,9 @@ struct TaskInfo {
 ///   the thread that resumed it (no thread is started for a pool about to
 ///   terminate), as it would once the pool has terminated.
 struct Hooks {
-  std::function<void(const TaskInfo&)> beforeExecute;
-  std::function<void(const TaskInfo&, std::exception_ptr)> afterExecute;
-  std::function<void()> terminated;
+  std::function<void(const TaskInfo&)> beforeExecute{};
+  std::function<void(const TaskInfo&, std::exception_ptr)> afterExecute{};
+  std::function<void()> terminated{};
 };
 
 /// Creates a pool thread: start a thread that runs `body` and return it. The
@@ -62,7 +62,13 @@ using ThreadFactory = std::function<std::thread(std::string threadName, std::fun
 /// exception is printed and dropped.
 using UncaughtExceptionHandler = std::function<void(std::exception_ptr error, const TaskInfo& info)>;
 
-/// The configuration of a ThreadPoolExecutor.
+/// The configuration of a ThreadPoolExecutor. An aggregate: name the fields
+/// that differ from their defaults, the rest keep them, e.g.
+/// `ThreadPoolExecutor pool({.name = "app", .corePoolSize = 4, .maximumPoolSize = 4});`
+/// (every field has a default member initializer, so designated initializers
+/// draw no -Wmissing-field-initializers warning).
+///
+/// Thread safety: a plain value; the pool constructor takes its own copy.
 struct ThreadPoolOptions {
   /// Thread-name prefix, used in thread names and every diagnostic. Default
   /// "coexec". Linux shows at most 15 characters of a thread name.
@@ -83,12 +89,12 @@ struct ThreadPoolOptions {
   /// Default abort().
   RejectionPolicy rejectionPolicy = RejectionPolicy::abort();
   /// Empty (the default) = threads named "<name>-<n>" with default attributes.
-  ThreadFactory threadFactory;
+  ThreadFactory threadFactory{};
   /// Default: none.
-  Hooks hooks;
+  Hooks hooks{};
   /// Empty (the default) = print the error with the pool and thread name to
   /// stderr.
-  UncaughtExceptionHandler uncaughtExceptionHandler;
+  UncaughtExceptionHandler uncaughtExceptionHandler{};
 };
 
 }  // namespace coexec

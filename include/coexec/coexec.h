@@ -1,6 +1,6 @@
 #pragma once
 
-/// The umbrella header: everything in coexec except the Asio bridge.
+/// The umbrella header: every public header of coexec.
 
 #include "coexec/CancellationToken.h"
 #include "coexec/Errors.h"

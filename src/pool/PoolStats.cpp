@@ -16,6 +16,11 @@ std::string_view toString(PoolState state) noexcept {
 
 }  // namespace coexec
 
+fmt::format_context::iterator fmt::formatter<coexec::PoolState>::format(coexec::PoolState state,
+                                                                        fmt::format_context& ctx) const {
+  return fmt::formatter<std::string_view>::format(coexec::toString(state), ctx);
+}
+
 fmt::format_context::iterator fmt::formatter<coexec::PoolStats>::format(const coexec::PoolStats& s,
                                                                         fmt::format_context& ctx) const {
   std::string capacity = s.queueCapacity == coexec::WorkQueue::kUnboundedCapacity ? std::string("unbounded")
@@ -23,9 +28,8 @@ fmt::format_context::iterator fmt::formatter<coexec::PoolStats>::format(const co
   std::string text = fmt::format(
       "pool '{}' {}: size {} (core {}, max {}, largest {}), active {}, queued {}/{}{}, tasks {} (completed {}, "
       "failed {}, cancelled {}, discarded {}, drained {}), rejected {}",
-      s.name, coexec::toString(s.state), s.poolSize, s.corePoolSize, s.maximumPoolSize, s.largestPoolSize,
-      s.activeCount, s.queueSize, capacity,
-      s.localQueueSize == 0 ? std::string() : fmt::format(" (+{} local)", s.localQueueSize), s.taskCount,
+      s.name, s.state, s.poolSize, s.corePoolSize, s.maximumPoolSize, s.largestPoolSize, s.activeCount, s.queueSize,
+      capacity, s.localQueueSize == 0 ? std::string() : fmt::format(" (+{} local)", s.localQueueSize), s.taskCount,
       s.completedTaskCount, s.failedCount, s.cancelledCount, s.discardedCount, s.drainedCount, s.rejectedCount);
   return fmt::formatter<std::string_view>::format(text, ctx);
 }

@@ -1,0 +1,38 @@
+cmake_minimum_required(VERSION 3.25)
+
+# Builds tests/install/subproject twice, consuming coexec from its source tree
+# with FetchContent and with add_subdirectory, and runs the hello example it
+# builds. Checks that coexec, not being the top-level project there, builds
+# neither its tests nor its examples.
+# Inputs: SOURCE_DIR WORK_DIR CXX GENERATOR CXX_FLAGS LINKER_FLAGS
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "command failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+  set(last_output "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE "${WORK_DIR}")
+foreach(mode fetchcontent subdirectory)
+  set(build "${WORK_DIR}/${mode}")
+  run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install/subproject" -B "${build}" -G "${GENERATOR}"
+      "-DCMAKE_CXX_COMPILER=${CXX}" "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}"
+      "-DCOEXEC_SOURCE_DIR=${SOURCE_DIR}" "-DCOEXEC_CONSUME=${mode}")
+  run(${CMAKE_COMMAND} --build "${build}")
+  run("${build}/hello")
+  if(NOT last_output MATCHES "1 \\+ 4 \\+ 9 \\+ 16 = 30")
+    message(FATAL_ERROR "hello built through ${mode} did not print the expected sum:\n${last_output}")
+  endif()
+  # coexec's own build tree: FetchContent's default, or add_subdirectory's binary dir.
+  if(NOT EXISTS "${build}/_deps/coexec-build" AND NOT EXISTS "${build}/coexec")
+    message(FATAL_ERROR "found no build tree of coexec under ${build}")
+  endif()
+  foreach(coexecBuild "${build}/_deps/coexec-build" "${build}/coexec")
+    if(EXISTS "${coexecBuild}/tests" OR EXISTS "${coexecBuild}/examples")
+      message(FATAL_ERROR "coexec as a subproject (${mode}) configured its tests or examples in ${coexecBuild}")
+    endif()
+  endforeach()
+  message(STATUS "${mode}: ${last_output}")
+endforeach()
