@@ -387,6 +387,20 @@ struct Cached {
 
 Cached cachedOf(std::size_t size) { return {FrameAllocator::cachedBlocks(size), FrameAllocator::returnedBlocks(size)}; }
 
+
+/// Every round's cache within its caps, and the net global allocations of
+/// the whole test within what the caps can hold.
+void checkWithinCaps(const std::vector<Cached>& cached, std::size_t net) {
+  for (std::size_t round = 0; round < cached.size(); ++round) {
+    INFO("round " << round << ": " << cached[round].local << " in the free list and spares, " << cached[round].returned
+                  << " returned");
+    CHECK(cached[round].local <= kCap);
+    CHECK(cached[round].returned <= kReturnedCap);
+  }
+  INFO("net global allocations: " << net);
+  CHECK(net <= kCap + kReturnedCap);
+}
+
 }  // namespace
 
 TEST_CASE("repeated same-thread bursts above the cap keep at most the cap cached", "[frame][allocator][cap]") {
@@ -445,15 +459,7 @@ TEST_CASE("frames freed on another thread are cached up to the cap only", "[fram
     cached.push_back(cachedOf(kSize));
   }
   count.stop();
-  const std::size_t net = netAllocations(count);
-  for (int round = 0; round < kRounds; ++round) {
-    INFO("round " << round << ": " << cached[round].local << " in the free list and spares, " << cached[round].returned
-                  << " returned");
-    CHECK(cached[round].local <= kCap);
-    CHECK(cached[round].returned <= kReturnedCap);
-  }
-  INFO("net global allocations: " << net);
-  CHECK(net <= kCap + kReturnedCap);
+  checkWithinCaps(cached, netAllocations(count));
 }
 
 TEST_CASE("blocks freed on their own thread and on another at once keep at most the cap cached",
@@ -483,15 +489,7 @@ TEST_CASE("blocks freed on their own thread and on another at once keep at most 
     cached.push_back(cachedOf(kSize));
   }
   count.stop();
-  const std::size_t net = netAllocations(count);
-  for (int round = 0; round < kRounds; ++round) {
-    INFO("round " << round << ": " << cached[round].local << " in the free list and spares, " << cached[round].returned
-                  << " returned");
-    CHECK(cached[round].local <= kCap);
-    CHECK(cached[round].returned <= kReturnedCap);
-  }
-  INFO("net global allocations: " << net);
-  CHECK(net <= kCap + kReturnedCap);
+  checkWithinCaps(cached, netAllocations(count));
 }
 
 TEST_CASE("blocks freed on another thread a thousand at a time never reach the global allocator in steady state",

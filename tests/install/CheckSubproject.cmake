@@ -6,13 +6,7 @@ cmake_minimum_required(VERSION 3.25)
 # neither its tests nor its examples.
 # Inputs: SOURCE_DIR WORK_DIR CXX GENERATOR CXX_FLAGS LINKER_FLAGS
 
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "command failed (${rc}): ${ARGN}\n${out}\n${err}")
-  endif()
-  set(last_output "${out}" PARENT_SCOPE)
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/Run.cmake")
 
 file(REMOVE_RECURSE "${WORK_DIR}")
 foreach(mode fetchcontent subdirectory)

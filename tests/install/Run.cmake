@@ -1,0 +1,10 @@
+# run(COMMAND...): runs a command and stops the script with its output if it
+# fails; its standard output is left in `last_output`. Shared by the install
+# and subproject checks.
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "command failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+  set(last_output "${out}" PARENT_SCOPE)
+endfunction()
