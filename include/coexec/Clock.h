@@ -61,8 +61,9 @@ class COEXEC_EXPORT SteadyClock final : public Clock {
 /// callback schedules and that is due by the new time fires in the same
 /// call. Once every due timer has run, now() reads the new time.
 ///
-/// In this release a ManualClock drives timer services created on it (the
-/// coexec timer service); pools and sleepFor still use the steady clock.
+/// In this release no public part of coexec takes a clock yet: pools and
+/// sleepFor() use the steady clock, and a ManualClock drives only coexec's
+/// internal timer service. Pools will take a clock with scheduled tasks.
 ///
 /// \par Thread safety
 /// now() may be called from any thread, concurrently with advance().
