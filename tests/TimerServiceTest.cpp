@@ -271,3 +271,76 @@ TEST_CASE("the process-wide steady service is one instance and fires timers", "[
   REQUIRE(log.fired.waitFor(1));
   CHECK(log.labels() == std::vector<int>{7});
 }
+
+TEST_CASE("many timers with random deadlines, some cancelled, fire in deadline order and the rest never",
+          "[timer][manual][cancel]") {
+  ManualClock clock;
+  TimerService service(clock);
+  const std::size_t n = stressSize(200'000, 10);
+  struct Timer {
+    Clock::time_point deadline;
+    std::size_t index;
+    bool cancelled = false;
+    int fired = 0;
+    std::vector<std::size_t>* order;
+  };
+  std::vector<std::size_t> order;
+  order.reserve(n);
+  std::vector<Timer> timers(n);
+  std::vector<TimerId> ids(n);
+  std::uint64_t state = 12345;  // a fixed linear congruential sequence: the same run every time
+  const auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  const auto fire = [](void* self) noexcept {
+    auto* timer = static_cast<Timer*>(self);
+    ++timer->fired;
+    timer->order->push_back(timer->index);
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    timers[i].deadline = kZero + std::chrono::milliseconds(next() % 10'000);
+    timers[i].index = i;
+    timers[i].order = &order;
+    ids[i] = service.schedule(timers[i].deadline, fire, &timers[i]);
+  }
+  std::size_t cancelled = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (next() % 3 == 0) {
+      REQUIRE(service.cancel(ids[i]));
+      timers[i].cancelled = true;
+      ++cancelled;
+    }
+  }
+  REQUIRE(service.pendingCount() == n - cancelled);
+  clock.advance(5s);  // half of them, then the rest
+  clock.advance(5s);
+  REQUIRE(order.size() == n - cancelled);
+  CHECK(service.pendingCount() == 0);
+  for (std::size_t k = 1; k < order.size(); ++k) {
+    const Timer& before = timers[order[k - 1]];
+    const Timer& after = timers[order[k]];
+    // Deadline order; equal deadlines in schedule order (= index order here).
+    REQUIRE((before.deadline < after.deadline || (before.deadline == after.deadline && before.index < after.index)));
+  }
+  for (const Timer& timer : timers) REQUIRE(timer.fired == (timer.cancelled ? 0 : 1));
+}
+
+TEST_CASE("an idle service thread does not wake, and a later timer does not wake it", "[timer][steady][idle]") {
+  TimerService service(steadyClock());
+  // The sleeps below only give a wrong implementation (polling, or a wake-up
+  // per schedule) time to show; they decide no ordering.
+  std::this_thread::sleep_for(30ms);
+  CHECK(service.wakeUpCount() == 0);  // nothing pending: it waits without a timeout
+  std::atomic<int> fired{0};
+  const TimerId first = service.schedule(steadyClock().now() + 1h, &countFiring, &fired);
+  // Woken at most once (if it was already waiting): the new timer is earlier than "never".
+  const TimerId later = service.schedule(steadyClock().now() + 2h, &countFiring, &fired);
+  const TimerId latest = service.schedule(steadyClock().now() + 3h, &countFiring, &fired);
+  std::this_thread::sleep_for(30ms);
+  CHECK(service.wakeUpCount() <= 1);  // later timers wake no one; an hour away, nothing is due
+  CHECK(service.cancel(first));
+  CHECK(service.cancel(later));
+  CHECK(service.cancel(latest));
+  CHECK(fired.load() == 0);
+}

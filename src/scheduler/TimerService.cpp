@@ -29,6 +29,13 @@ constexpr std::chrono::hours kLongestWait{24};
 /// schedule() took its number first.
 std::atomic<std::uint64_t> nextSequence{0};
 
+/// Makes room for `n` elements, doubling the capacity when it must grow (a
+/// bare reserve(size + 1) would reallocate on every call).
+template <class Vector>
+void reserveRoom(Vector& v, std::size_t n) {
+  if (v.capacity() < n) v.reserve(std::max(n, 2 * v.capacity()));
+}
+
 }  // namespace
 
 TimerService::TimerService(Clock& clock) : clock_(clock), manual_(dynamic_cast<ManualClock*>(&clock)) {
@@ -63,11 +70,12 @@ TimerId TimerService::schedule(Clock::time_point deadline, Callback callback, vo
   {
     std::lock_guard lock(mutex_);
     // Grow first, so that nothing is half-inserted if an allocation throws.
+    // free_ has room for every slot: removeAt() pushes to it without throwing.
     if (free_.empty()) {
-      slots_.reserve(slots_.size() + 1);
-      free_.reserve(slots_.size() + 1);
+      reserveRoom(slots_, slots_.size() + 1);
+      reserveRoom(free_, slots_.size() + 1);
     }
-    heap_.reserve(heap_.size() + 1);
+    reserveRoom(heap_, heap_.size() + 1);
     std::uint32_t index;
     if (free_.empty()) {
       index = static_cast<std::uint32_t>(slots_.size());
@@ -111,6 +119,11 @@ std::size_t TimerService::pendingCount() const noexcept {
 std::size_t TimerService::slotCount() const noexcept {
   std::lock_guard lock(mutex_);
   return slots_.size();
+}
+
+std::uint64_t TimerService::wakeUpCount() const noexcept {
+  std::lock_guard lock(mutex_);
+  return wakeUps_;
 }
 
 // ---- heap (Requires: mutex_ held) ----------------------------------------------
@@ -199,6 +212,7 @@ void TimerService::run() noexcept {
     if (heap_.empty() || slots_[heap_.front()].deadline == Clock::time_point::max()) {
       sleepingUntil_ = Clock::time_point::max();
       wake_.wait(lock);
+      ++wakeUps_;
       sleepingUntil_ = Clock::time_point::min();
       continue;
     }
@@ -207,6 +221,7 @@ void TimerService::run() noexcept {
     if (top.deadline > now) {
       sleepingUntil_ = top.deadline;
       wake_.wait_for(lock, std::min<Clock::duration>(top.deadline - now, kLongestWait));
+      ++wakeUps_;
       sleepingUntil_ = Clock::time_point::min();
       continue;
     }

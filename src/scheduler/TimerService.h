@@ -77,6 +77,10 @@ class COEXEC_EXPORT TimerService {
   /// reused, never freed before the service). For tests of memory use.
   [[nodiscard]] std::size_t slotCount() const noexcept;
 
+  /// How often the service thread has woken from a wait (notified, timed
+  /// out or spuriously); 0 on a ManualClock. For tests of idle behaviour.
+  [[nodiscard]] std::uint64_t wakeUpCount() const noexcept;
+
   [[nodiscard]] Clock& clock() const noexcept { return clock_; }
 
  private:
@@ -120,6 +124,7 @@ class COEXEC_EXPORT TimerService {
   std::vector<std::uint32_t> free_;     // free slot indices; guarded by mutex_
   Clock::time_point sleepingUntil_;     // the thread's wake-up time (max: none); guarded by mutex_
   bool stopping_ = false;               // guarded by mutex_
+  std::uint64_t wakeUps_ = 0;           // guarded by mutex_
   std::thread thread_;                  // joinable only on a clock that is not a ManualClock
 };
 
