@@ -54,8 +54,7 @@ TEST_CASE("a manual clock saturates at time_point::max instead of overflowing", 
   CHECK(clock.now() == Clock::time_point::max());
 }
 
-TEST_CASE("a manual clock may be read from other threads while it advances, and never goes back",
-          "[clock][manual]") {
+TEST_CASE("a manual clock may be read from other threads while it advances, and never goes back", "[clock][manual]") {
   ManualClock clock;
   std::atomic<bool> done{false};
   std::atomic<bool> wentBack{false};
@@ -67,7 +66,8 @@ TEST_CASE("a manual clock may be read from other threads while it advances, and 
       last = now;
     }
   });
-  for (int i = 0; i < 10'000; ++i) clock.advance(1ms);
+  for (int i = 0; i < 10'000; ++i)
+    clock.advance(1ms);
   done = true;
   reader.join();
   CHECK_FALSE(wentBack.load());

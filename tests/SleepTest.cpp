@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -62,10 +63,11 @@ TEST_CASE("syncWait of a task that sleeps resumes on the syncWait thread after a
 TEST_CASE("sleepUntil resumes on the syncWait thread once the steady clock has reached the deadline",
           "[sleep][syncWait]") {
   const auto deadline = SteadyClock::now() + 15ms;
-  const auto [thread, woke] = syncWait([](SteadyClock::time_point t) -> Task<std::pair<std::thread::id, SteadyClock::time_point>> {
-    co_await sleepUntil(t);
-    co_return std::pair{std::this_thread::get_id(), SteadyClock::now()};
-  }(deadline));
+  const auto [thread, woke] =
+      syncWait([](SteadyClock::time_point t) -> Task<std::pair<std::thread::id, SteadyClock::time_point>> {
+        co_await sleepUntil(t);
+        co_return std::pair{std::this_thread::get_id(), SteadyClock::now()};
+      }(deadline));
   CHECK(thread == std::this_thread::get_id());
   CHECK(woke >= deadline);
   CHECK(woke < deadline + kLong);
@@ -141,7 +143,8 @@ TEST_CASE("a thousand coroutines sleeping on a two-thread pool each resume exact
     f.get();
   }
   pool.close();
-  for (std::size_t i = 0; i < kSleepers; ++i) REQUIRE(resumed[i].load() == 1);
+  for (std::size_t i = 0; i < kSleepers; ++i)
+    REQUIRE(resumed[i].load() == 1);
   CHECK(offPool.load() == 0);
 }
 

@@ -50,7 +50,8 @@ struct Log {
   std::vector<int> labels() {
     std::lock_guard lock(mutex);
     std::vector<int> out;
-    for (const Firing& f : firings) out.push_back(f.label);
+    for (const Firing& f : firings)
+      out.push_back(f.label);
     return out;
   }
 };
@@ -165,7 +166,7 @@ TEST_CASE("a timer cancelled before it is due never runs and frees its entry at 
   CHECK(service.pendingCount() == 2);
 
   clock.advance(1s);
-  CHECK(fired.load() == 2);  // `kept` and `reused`
+  CHECK(fired.load() == 2);           // `kept` and `reused`
   CHECK_FALSE(service.cancel(kept));  // already fired
   CHECK_FALSE(service.cancel(TimerId{}));
   CHECK(service.pendingCount() == 0);
@@ -194,7 +195,8 @@ TEST_CASE("cancel racing the firing has exactly one winner, and both outcomes oc
     std::atomic<int> fired{0};
     const TimerId id = service.schedule(steadyClock().now(), &countFiring, &fired);  // due at once
     // Vary how long the canceller lets the service thread run first.
-    for (std::size_t spin = 0; spin < i % 64; ++spin) std::this_thread::yield();
+    for (std::size_t spin = 0; spin < i % 64; ++spin)
+      std::this_thread::yield();
     if (service.cancel(id)) {
       ++cancelWon;
     } else {
@@ -323,7 +325,8 @@ TEST_CASE("many timers with random deadlines, some cancelled, fire in deadline o
     // Deadline order; equal deadlines in schedule order (= index order here).
     REQUIRE((before.deadline < after.deadline || (before.deadline == after.deadline && before.index < after.index)));
   }
-  for (const Timer& timer : timers) REQUIRE(timer.fired == (timer.cancelled ? 0 : 1));
+  for (const Timer& timer : timers)
+    REQUIRE(timer.fired == (timer.cancelled ? 0 : 1));
 }
 
 TEST_CASE("an idle service thread does not wake, and a later timer does not wake it", "[timer][steady][idle]") {

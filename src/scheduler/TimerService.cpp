@@ -252,13 +252,13 @@ ManualClock::~ManualClock() {
 
 void ManualClock::advance(duration d) {
   if (d < duration::zero()) {
-    throw std::invalid_argument(fmt::format(
-        "coexec::ManualClock::advance: d is negative ({}); a clock never goes back", std::chrono::nanoseconds(d)));
+    throw std::invalid_argument(fmt::format("coexec::ManualClock::advance: d is negative ({}); a clock never goes back",
+                                            std::chrono::nanoseconds(d)));
   }
   std::lock_guard lock(mutex_);
   const duration::rep current = now_.load(std::memory_order_relaxed);  // only advance() writes, under mutex_
-  const duration::rep target = current > 0 && d.count() > duration::max().count() - current ? duration::max().count()
-                                                                              : current + d.count();
+  const duration::rep target =
+      current > 0 && d.count() > duration::max().count() - current ? duration::max().count() : current + d.count();
   const time_point limit{duration(target)};
   while (true) {
     detail::TimerService* next = nullptr;

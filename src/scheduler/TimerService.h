@@ -119,13 +119,13 @@ class COEXEC_EXPORT TimerService {
   ManualClock* const manual_;  // clock_ if it is a ManualClock
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  std::vector<Slot> slots_;             // guarded by mutex_
-  std::vector<std::uint32_t> heap_;     // slot indices, a min-heap; guarded by mutex_
-  std::vector<std::uint32_t> free_;     // free slot indices; guarded by mutex_
-  Clock::time_point sleepingUntil_;     // the thread's wake-up time (max: none); guarded by mutex_
-  bool stopping_ = false;               // guarded by mutex_
-  std::uint64_t wakeUps_ = 0;           // guarded by mutex_
-  std::thread thread_;                  // joinable only on a clock that is not a ManualClock
+  std::vector<Slot> slots_;          // guarded by mutex_
+  std::vector<std::uint32_t> heap_;  // slot indices, a min-heap; guarded by mutex_
+  std::vector<std::uint32_t> free_;  // free slot indices; guarded by mutex_
+  Clock::time_point sleepingUntil_;  // the thread's wake-up time (max: none); guarded by mutex_
+  bool stopping_ = false;            // guarded by mutex_
+  std::uint64_t wakeUps_ = 0;        // guarded by mutex_
+  std::thread thread_;               // joinable only on a clock that is not a ManualClock
 };
 
 /// The process-wide service on the steady clock, for sleeps outside pools.
