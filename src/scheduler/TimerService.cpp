@@ -1,0 +1,285 @@
+// The timer service (see TimerService.h for its invariants and locking), the
+// clocks' compiled parts, and ManualClock::advance(), which fires the timers
+// of the services registered with it.
+
+#include "scheduler/TimerService.h"
+
+#include <algorithm>
+#include <cassert>
+#include <atomic>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+namespace coexec {
+namespace detail {
+namespace {
+
+/// The longest the service thread waits in one go for a deadline that is
+/// not time_point::max() (which means "never"): a wait far in the future is
+/// cut into pieces so that `now + wait` cannot overflow inside the standard
+/// library. One wake-up a day is no cost.
+constexpr std::chrono::hours kLongestWait{24};
+
+/// Sequence numbers order timers with equal deadlines by schedule() order,
+/// across every service. relaxed: only uniqueness and per-thread order
+/// matter; a timer's order against another thread's is decided by which
+/// schedule() took its number first.
+std::atomic<std::uint64_t> nextSequence{0};
+
+/// Makes room for `n` elements, doubling the capacity when it must grow (a
+/// bare reserve(size + 1) would reallocate on every call).
+template <class Vector>
+void reserveRoom(Vector& v, std::size_t n) {
+  if (v.capacity() < n) v.reserve(std::max(n, 2 * v.capacity()));
+}
+
+}  // namespace
+
+TimerService::TimerService(Clock& clock) : clock_(clock), manual_(dynamic_cast<ManualClock*>(&clock)) {
+  sleepingUntil_ = Clock::time_point::min();  // not sleeping: schedule() needs no wake-up
+  if (manual_ != nullptr) {
+    std::lock_guard lock(manual_->mutex_);
+    manual_->services_.push_back(this);
+  } else {
+    thread_ = std::thread([this] { run(); });
+  }
+}
+
+TimerService::~TimerService() {
+  if (manual_ != nullptr) {
+    std::lock_guard lock(manual_->mutex_);  // waits out an advance() in progress
+    auto& services = manual_->services_;
+    services.erase(std::remove(services.begin(), services.end(), this), services.end());
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+}
+
+TimerId TimerService::schedule(Clock::time_point deadline, Callback callback, void* context) {
+  const std::uint64_t sequence = nextSequence.fetch_add(1, std::memory_order_relaxed);
+  bool wake = false;
+  TimerId id;
+  {
+    std::lock_guard lock(mutex_);
+    // Grow first, so that nothing is half-inserted if an allocation throws.
+    // free_ has room for every slot: removeAt() pushes to it without throwing.
+    if (free_.empty()) {
+      reserveRoom(slots_, slots_.size() + 1);
+      reserveRoom(free_, slots_.size() + 1);
+    }
+    reserveRoom(heap_, heap_.size() + 1);
+    std::uint32_t index;
+    if (free_.empty()) {
+      index = static_cast<std::uint32_t>(slots_.size());
+      slots_.emplace_back();
+    } else {
+      index = free_.back();
+      free_.pop_back();
+    }
+    Slot& slot = slots_[index];
+    slot.deadline = deadline;
+    slot.sequence = sequence;
+    slot.callback = callback;
+    slot.context = context;
+    heap_.push_back(index);
+    slot.heapIndex = static_cast<std::uint32_t>(heap_.size() - 1);
+    siftUp(heap_.size() - 1);
+    id = TimerId{index, slot.generation};
+    // Wake the thread only if it sleeps past this timer's deadline.
+    wake = manual_ == nullptr && heap_.front() == index && deadline < sleepingUntil_;
+  }
+  if (wake) wake_.notify_one();
+  return id;
+}
+
+bool TimerService::cancel(TimerId id) noexcept {
+  std::lock_guard lock(mutex_);
+  if (id.generation == 0 || id.slot >= slots_.size()) return false;
+  const Slot& slot = slots_[id.slot];
+  if (slot.generation != id.generation || slot.heapIndex == kNotInHeap) return false;
+  // No wake-up: if this was the earliest timer, the thread wakes at its
+  // deadline, finds nothing due and sleeps on.
+  removeAt(slot.heapIndex);
+  return true;
+}
+
+std::size_t TimerService::pendingCount() const noexcept {
+  std::lock_guard lock(mutex_);
+  return heap_.size();
+}
+
+std::size_t TimerService::slotCount() const noexcept {
+  std::lock_guard lock(mutex_);
+  return slots_.size();
+}
+
+std::uint64_t TimerService::wakeUpCount() const noexcept {
+  std::lock_guard lock(mutex_);
+  return wakeUps_;
+}
+
+// ---- heap (Requires: mutex_ held) ----------------------------------------------
+
+bool TimerService::earlier(std::uint32_t a, std::uint32_t b) const noexcept {
+  const Slot& x = slots_[a];
+  const Slot& y = slots_[b];
+  return x.deadline < y.deadline || (x.deadline == y.deadline && x.sequence < y.sequence);
+}
+
+void TimerService::place(std::size_t index, std::uint32_t slot) noexcept {
+  heap_[index] = slot;
+  slots_[slot].heapIndex = static_cast<std::uint32_t>(index);
+}
+
+void TimerService::siftUp(std::size_t index) noexcept {
+  const std::uint32_t moving = heap_[index];
+  while (index > 0) {
+    const std::size_t parent = (index - 1) / 2;
+    if (!earlier(moving, heap_[parent])) break;
+    place(index, heap_[parent]);
+    index = parent;
+  }
+  place(index, moving);
+}
+
+void TimerService::siftDown(std::size_t index) noexcept {
+  const std::uint32_t moving = heap_[index];
+  const std::size_t size = heap_.size();
+  while (true) {
+    std::size_t child = 2 * index + 1;
+    if (child >= size) break;
+    if (child + 1 < size && earlier(heap_[child + 1], heap_[child])) ++child;
+    if (!earlier(heap_[child], moving)) break;
+    place(index, heap_[child]);
+    index = child;
+  }
+  place(index, moving);
+}
+
+void TimerService::removeAt(std::size_t index) noexcept {
+  const std::uint32_t removed = heap_[index];
+  const std::uint32_t last = heap_.back();
+  heap_.pop_back();
+  if (index < heap_.size()) {
+    place(index, last);
+    siftDown(index);
+    siftUp(slots_[last].heapIndex);
+  }
+  Slot& slot = slots_[removed];
+  slot.heapIndex = kNotInHeap;
+  slot.callback = nullptr;
+  slot.context = nullptr;
+  ++slot.generation;  // old ids no longer match
+  if (slot.generation == 0) slot.generation = 1;
+  free_.push_back(removed);  // cannot throw: reserved by schedule()
+}
+
+// ---- firing ----------------------------------------------------------------------
+
+std::optional<TimerService::Due> TimerService::earliest() const noexcept {
+  std::lock_guard lock(mutex_);
+  if (heap_.empty()) return std::nullopt;
+  const Slot& top = slots_[heap_.front()];
+  return Due{top.deadline, top.sequence};
+}
+
+bool TimerService::fireEarliest(Clock::time_point limit) noexcept {
+  Callback callback;
+  void* context;
+  {
+    std::lock_guard lock(mutex_);
+    if (heap_.empty() || slots_[heap_.front()].deadline > limit) return false;
+    const Slot& top = slots_[heap_.front()];
+    callback = top.callback;
+    context = top.context;
+    removeAt(0);
+  }
+  callback(context);
+  return true;
+}
+
+void TimerService::run() noexcept {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    if (heap_.empty() || slots_[heap_.front()].deadline == Clock::time_point::max()) {
+      sleepingUntil_ = Clock::time_point::max();
+      wake_.wait(lock);
+      ++wakeUps_;
+      sleepingUntil_ = Clock::time_point::min();
+      continue;
+    }
+    const Slot& top = slots_[heap_.front()];
+    const Clock::time_point now = clock_.now();
+    if (top.deadline > now) {
+      sleepingUntil_ = top.deadline;
+      wake_.wait_for(lock, std::min<Clock::duration>(top.deadline - now, kLongestWait));
+      ++wakeUps_;
+      sleepingUntil_ = Clock::time_point::min();
+      continue;
+    }
+    const Callback callback = top.callback;
+    void* const context = top.context;
+    removeAt(0);
+    lock.unlock();
+    callback(context);
+    lock.lock();
+  }
+}
+
+TimerService& steadyTimerService() {
+  static TimerService service(steadyClock());
+  return service;
+}
+
+}  // namespace detail
+
+SteadyClock& steadyClock() noexcept {
+  static SteadyClock clock;
+  return clock;
+}
+
+ManualClock::~ManualClock() {
+  assert(services_.empty() && "coexec::ManualClock destroyed while a timer service still runs on it");
+}
+
+void ManualClock::advance(duration d) {
+  if (d < duration::zero()) {
+    throw std::invalid_argument(fmt::format("coexec::ManualClock::advance: d is negative ({}); a clock never goes back",
+                                            std::chrono::nanoseconds(d)));
+  }
+  std::lock_guard lock(mutex_);
+  const duration::rep current = now_.load(std::memory_order_relaxed);  // only advance() writes, under mutex_
+  const duration::rep target =
+      current > 0 && d.count() > duration::max().count() - current ? duration::max().count() : current + d.count();
+  const time_point limit{duration(target)};
+  while (true) {
+    detail::TimerService* next = nullptr;
+    std::optional<detail::TimerService::Due> best;
+    for (detail::TimerService* service : services_) {
+      const auto due = service->earliest();
+      if (!due || due->deadline > limit) continue;
+      if (!best || due->deadline < best->deadline ||
+          (due->deadline == best->deadline && due->sequence < best->sequence)) {
+        best = due;
+        next = service;
+      }
+    }
+    if (next == nullptr) break;
+    // release: a thread that reads this time sees everything fired before.
+    if (best->deadline.time_since_epoch().count() > now_.load(std::memory_order_relaxed)) {
+      now_.store(best->deadline.time_since_epoch().count(), std::memory_order_release);
+    }
+    next->fireEarliest(limit);
+  }
+  now_.store(target, std::memory_order_release);
+}
+
+}  // namespace coexec

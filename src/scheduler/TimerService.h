@@ -1,0 +1,136 @@
+#pragma once
+
+// A timer service: callbacks run once when their deadline comes on a Clock.
+//
+// Timers live in a slot table; a binary min-heap of slot indices orders them
+// by (deadline, sequence number), and each slot knows its heap position, so
+// cancel() removes a timer at once in O(log n) and its slot is reused by the
+// next schedule() (memory is bounded by the most timers pending at once, not
+// by how many were ever scheduled). A TimerId carries the slot's generation,
+// so an id whose timer has fired or been cancelled never matches a reused
+// slot.
+//
+// Who fires the timers:
+// - on a ManualClock, nobody but ManualClock::advance(), on its calling
+//   thread (the service registers with the clock; no thread of its own);
+// - on any other clock, one service thread that sleeps on a condition
+//   variable until the earliest deadline, or without a timeout while no
+//   timer is pending: an idle service uses no CPU. schedule() wakes it only
+//   when the new timer is earlier than the deadline it sleeps until.
+//
+// Locking: mutex_ guards the slots, the heap, the free list and the thread's
+// state. Callbacks run without mutex_ held, so they may schedule and cancel.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "coexec/Clock.h"
+#include "coexec/Export.h"
+
+namespace coexec::detail {
+
+/// A scheduled timer, for cancel(). Default-constructed: no timer.
+struct TimerId {
+  std::uint32_t slot = 0;
+  std::uint32_t generation = 0;  // 0: no timer (slots start at generation 1)
+};
+
+class COEXEC_EXPORT TimerService {
+ public:
+  /// Run once when the timer is due, on the firing thread (the service
+  /// thread, or the thread in ManualClock::advance()), without locks held.
+  using Callback = void (*)(void* context) noexcept;
+
+  /// A service on `clock`, which must outlive it. On a ManualClock it
+  /// registers with the clock; on any other clock it starts its thread.
+  /// \throws std::system_error if the thread cannot start.
+  explicit TimerService(Clock& clock);
+  TimerService(const TimerService&) = delete;
+  TimerService& operator=(const TimerService&) = delete;
+  /// Blocks until the service thread (if any) has stopped; a callback
+  /// running on it finishes first. Timers still pending are dropped without
+  /// running. Must not be called from a callback of this service.
+  ~TimerService();
+
+  /// Runs `callback(context)` once, at or after `deadline` on the clock.
+  /// Never blocks beyond the service lock. Cost: O(log n).
+  /// \throws std::bad_alloc if the tables must grow and cannot.
+  TimerId schedule(Clock::time_point deadline, Callback callback, void* context);
+
+  /// Removes the timer if it has not started firing: returns true and the
+  /// callback never runs; its slot is free when this returns. Returns false
+  /// if it has fired, is firing (the callback may still be running: cancel()
+  /// does not wait for it) or was cancelled. Never blocks beyond the service
+  /// lock. Cost: O(log n).
+  bool cancel(TimerId id) noexcept;
+
+  /// Timers scheduled and neither fired nor cancelled.
+  [[nodiscard]] std::size_t pendingCount() const noexcept;
+
+  /// Slots allocated: the most timers ever pending at once (slots are
+  /// reused, never freed before the service). For tests of memory use.
+  [[nodiscard]] std::size_t slotCount() const noexcept;
+
+  /// How often the service thread has woken from a wait (notified, timed
+  /// out or spuriously); 0 on a ManualClock. For tests of idle behaviour.
+  [[nodiscard]] std::uint64_t wakeUpCount() const noexcept;
+
+  [[nodiscard]] Clock& clock() const noexcept { return clock_; }
+
+ private:
+  friend class coexec::ManualClock;
+
+  struct Slot {
+    Clock::time_point deadline;
+    std::uint64_t sequence = 0;  // schedule() order, for ties (process-wide, so ties across services order too)
+    Callback callback = nullptr;
+    void* context = nullptr;
+    std::uint32_t generation = 1;
+    std::uint32_t heapIndex = kNotInHeap;
+  };
+  static constexpr std::uint32_t kNotInHeap = UINT32_MAX;
+
+  // Requires: mutex_ held.
+  [[nodiscard]] bool earlier(std::uint32_t a, std::uint32_t b) const noexcept;
+  void siftUp(std::size_t index) noexcept;
+  void siftDown(std::size_t index) noexcept;
+  void place(std::size_t index, std::uint32_t slot) noexcept;
+  void removeAt(std::size_t index) noexcept;  // frees the slot
+
+  // For ManualClock::advance (no lock held): the earliest timer's
+  // (deadline, sequence), and firing the earliest timer if it is due by
+  // `limit`.
+  struct Due {
+    Clock::time_point deadline;
+    std::uint64_t sequence;
+  };
+  [[nodiscard]] std::optional<Due> earliest() const noexcept;
+  bool fireEarliest(Clock::time_point limit) noexcept;
+
+  void run() noexcept;  // the service thread
+
+  Clock& clock_;
+  ManualClock* const manual_;  // clock_ if it is a ManualClock
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<Slot> slots_;          // guarded by mutex_
+  std::vector<std::uint32_t> heap_;  // slot indices, a min-heap; guarded by mutex_
+  std::vector<std::uint32_t> free_;  // free slot indices; guarded by mutex_
+  Clock::time_point sleepingUntil_;  // the thread's wake-up time (max: none); guarded by mutex_
+  bool stopping_ = false;            // guarded by mutex_
+  std::uint64_t wakeUps_ = 0;        // guarded by mutex_
+  std::thread thread_;               // joinable only on a clock that is not a ManualClock
+};
+
+/// The process-wide service on the steady clock, for sleeps outside pools.
+/// Created (and its thread started) on first use; stopped at program exit.
+/// \throws std::system_error if its thread cannot start.
+COEXEC_EXPORT TimerService& steadyTimerService();
+
+}  // namespace coexec::detail
