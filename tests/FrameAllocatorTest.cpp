@@ -401,6 +401,31 @@ void checkWithinCaps(const std::vector<Cached>& cached, std::size_t net) {
   CHECK(net <= kCap + kReturnedCap);
 }
 
+/// `rounds` rounds of: this thread allocates `blocks` blocks of `size` bytes;
+/// another thread frees the first `freedElsewhere` while this one frees the
+/// rest. Then checkWithinCaps on every round and the whole run.
+void checkCapRounds(std::size_t size, std::size_t blocks, std::size_t freedElsewhere, int rounds) {
+  FrameAllocator::deallocate(FrameAllocator::allocate(size), size);  // sets up the cache
+  std::vector<void*> held(blocks);
+  std::vector<Cached> cached;
+  cached.reserve(static_cast<std::size_t>(rounds));
+  AllocationCount count;
+  for (int round = 0; round < rounds; ++round) {
+    for (void*& block : held)
+      block = FrameAllocator::allocate(size);
+    std::thread other([&] {
+      for (std::size_t i = 0; i < freedElsewhere; ++i)
+        FrameAllocator::deallocate(held[i], size);
+    });
+    for (std::size_t i = freedElsewhere; i < blocks; ++i)
+      FrameAllocator::deallocate(held[i], size);
+    other.join();
+    cached.push_back(cachedOf(size));
+  }
+  count.stop();
+  checkWithinCaps(cached, netAllocations(count));
+}
+
 }  // namespace
 
 TEST_CASE("repeated same-thread bursts above the cap keep at most the cap cached", "[frame][allocator][cap]") {
@@ -443,23 +468,7 @@ TEST_CASE("frames freed on another thread are cached up to the cap only", "[fram
   constexpr std::size_t kSize = 400;  // the 512-byte class (with the 16-byte block header)
   constexpr std::size_t kBlocks = 4 * kCap;
   constexpr int kRounds = 3;
-  FrameAllocator::deallocate(FrameAllocator::allocate(kSize), kSize);  // sets up the cache
-  std::vector<void*> blocks(kBlocks);
-  std::vector<Cached> cached;
-  cached.reserve(kRounds);
-  AllocationCount count;
-  for (int round = 0; round < kRounds; ++round) {
-    for (void*& block : blocks)
-      block = FrameAllocator::allocate(kSize);
-    std::thread other([&] {
-      for (void* block : blocks)
-        FrameAllocator::deallocate(block, kSize);
-    });
-    other.join();
-    cached.push_back(cachedOf(kSize));
-  }
-  count.stop();
-  checkWithinCaps(cached, netAllocations(count));
+  checkCapRounds(kSize, kBlocks, kBlocks, kRounds);
 }
 
 TEST_CASE("blocks freed on their own thread and on another at once keep at most the cap cached",
@@ -471,25 +480,7 @@ TEST_CASE("blocks freed on their own thread and on another at once keep at most 
   constexpr std::size_t kSize = 2000;  // the 2 KiB class
   constexpr std::size_t kBlocks = 3 * kCap;
   constexpr int kRounds = 10;
-  FrameAllocator::deallocate(FrameAllocator::allocate(kSize), kSize);  // sets up the cache
-  std::vector<void*> blocks(kBlocks);
-  std::vector<Cached> cached;
-  cached.reserve(kRounds);
-  AllocationCount count;
-  for (int round = 0; round < kRounds; ++round) {
-    for (void*& block : blocks)
-      block = FrameAllocator::allocate(kSize);
-    std::thread other([&] {
-      for (std::size_t i = 0; i < kBlocks / 2; ++i)
-        FrameAllocator::deallocate(blocks[i], kSize);
-    });
-    for (std::size_t i = kBlocks / 2; i < kBlocks; ++i)
-      FrameAllocator::deallocate(blocks[i], kSize);
-    other.join();
-    cached.push_back(cachedOf(kSize));
-  }
-  count.stop();
-  checkWithinCaps(cached, netAllocations(count));
+  checkCapRounds(kSize, kBlocks, kBlocks / 2, kRounds);
 }
 
 TEST_CASE("blocks freed on another thread a thousand at a time never reach the global allocator in steady state",

@@ -330,18 +330,23 @@ TEST_CASE("many timers with random deadlines, some cancelled, fire in deadline o
 }
 
 TEST_CASE("an idle service thread does not wake, and a later timer does not wake it", "[timer][steady][idle]") {
+  // What the thread waits for is read from the service (no sleeps): with
+  // nothing pending it waits with no timeout, and with an hour-away timer it
+  // waits for that deadline; a later timer leaves that wait alone. A polling
+  // thread, or one woken per schedule, fails these checks.
   TimerService service(steadyClock());
-  // The sleeps below only give a wrong implementation (polling, or a wake-up
-  // per schedule) time to show; they decide no ordering.
-  std::this_thread::sleep_for(30ms);
+  REQUIRE(coexec::test::eventually([&] { return service.sleepingUntil() == Clock::time_point::max(); }));
   CHECK(service.wakeUpCount() == 0);  // nothing pending: it waits without a timeout
   std::atomic<int> fired{0};
-  const TimerId first = service.schedule(steadyClock().now() + 1h, &countFiring, &fired);
-  // Woken at most once (if it was already waiting): the new timer is earlier than "never".
+  const Clock::time_point firstDeadline = steadyClock().now() + 1h;
+  const TimerId first = service.schedule(firstDeadline, &countFiring, &fired);
+  // Woken once: the new timer is earlier than "never".
+  REQUIRE(coexec::test::eventually([&] { return service.sleepingUntil() == firstDeadline; }));
+  const std::uint64_t wakeUps = service.wakeUpCount();
   const TimerId later = service.schedule(steadyClock().now() + 2h, &countFiring, &fired);
   const TimerId latest = service.schedule(steadyClock().now() + 3h, &countFiring, &fired);
-  std::this_thread::sleep_for(30ms);
-  CHECK(service.wakeUpCount() <= 1);  // later timers wake no one; an hour away, nothing is due
+  CHECK(service.sleepingUntil() == firstDeadline);  // later timers wake no one
+  CHECK(service.wakeUpCount() == wakeUps);
   CHECK(service.cancel(first));
   CHECK(service.cancel(later));
   CHECK(service.cancel(latest));

@@ -121,6 +121,11 @@ std::size_t TimerService::slotCount() const noexcept {
   return slots_.size();
 }
 
+Clock::time_point TimerService::sleepingUntil() const noexcept {
+  std::lock_guard lock(mutex_);
+  return sleepingUntil_;
+}
+
 std::uint64_t TimerService::wakeUpCount() const noexcept {
   std::lock_guard lock(mutex_);
   return wakeUps_;

@@ -81,6 +81,11 @@ class COEXEC_EXPORT TimerService {
   /// out or spuriously); 0 on a ManualClock. For tests of idle behaviour.
   [[nodiscard]] std::uint64_t wakeUpCount() const noexcept;
 
+  /// What the service thread waits for now: the deadline it sleeps until,
+  /// time_point::max() while it waits with no timeout (nothing pending), or
+  /// time_point::min() while it is not waiting. For tests of idle behaviour.
+  [[nodiscard]] Clock::time_point sleepingUntil() const noexcept;
+
   [[nodiscard]] Clock& clock() const noexcept { return clock_; }
 
  private:
