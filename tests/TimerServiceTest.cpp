@@ -330,12 +330,17 @@ TEST_CASE("many timers with random deadlines, some cancelled, fire in deadline o
 }
 
 TEST_CASE("an idle service thread does not wake, and a later timer does not wake it", "[timer][steady][idle]") {
-  // What the thread waits for is read from the service (no sleeps): with
-  // nothing pending it waits with no timeout, and with an hour-away timer it
-  // waits for that deadline; a later timer leaves that wait alone. A polling
-  // thread, or one woken per schedule, fails these checks.
+  // What the thread waits for is read from the service (no sleeps): a new
+  // service has no thread; its first timer starts one, which, once that timer
+  // has fired, waits with no timeout; with an hour-away timer it waits for
+  // that deadline, and a later timer leaves that wait alone. A polling thread,
+  // or one woken per schedule, fails these checks.
   TimerService service(steadyClock());
+  CHECK(service.sleepingUntil() == Clock::time_point::min());  // no thread yet: nothing waits
+  std::atomic<int> firedAtOnce{0};
+  service.schedule(steadyClock().now(), &countFiring, &firedAtOnce);
   REQUIRE(coexec::test::eventually([&] { return service.sleepingUntil() == Clock::time_point::max(); }));
+  CHECK(firedAtOnce.load() == 1);
   CHECK(service.wakeUpCount() == 0);  // nothing pending: it waits without a timeout
   std::atomic<int> fired{0};
   const Clock::time_point firstDeadline = steadyClock().now() + 1h;

@@ -70,6 +70,8 @@ struct PoolStats {
                                          ///< normally counts as completed; its Future reports the cancellation)
   std::uint64_t discardedCount = 0;      ///< admitted tasks evicted from the queue by discardOldest
   std::uint64_t drainedCount = 0;        ///< tasks returned unrun by shutdownNow()
+  std::size_t scheduledCount = 0;        ///< one-shot scheduled tasks and periodic schedules waiting for their
+                                         ///< timer (not yet due, or between two runs); not in taskCount until due
 };
 
 }  // namespace coexec
@@ -86,7 +88,7 @@ struct COEXEC_EXPORT fmt::formatter<coexec::PoolState> : fmt::formatter<std::str
 /// Formats a PoolStats on one line:
 /// `pool 'io' RUNNING: size 2 (core 1, max 2, largest 2), active 2, queued 1/1,
 /// tasks 7 (completed 3, failed 1, cancelled 0, discarded 0, drained 0),
-/// rejected 2`.
+/// rejected 2, scheduled 3` (`, scheduled N` only while timers are pending).
 template <>
 struct COEXEC_EXPORT fmt::formatter<coexec::PoolStats> : fmt::formatter<std::string_view> {
   fmt::format_context::iterator format(const coexec::PoolStats& stats, fmt::format_context& ctx) const;

@@ -9,23 +9,50 @@
 #include <utility>
 #include <vector>
 
+#include "coexec/Clock.h"
 #include "coexec/Errors.h"
 #include "coexec/Export.h"
 #include "coexec/Future.h"
 #include "coexec/PendingTask.h"
+#include "coexec/PeriodicHandle.h"
 #include "coexec/PoolStats.h"
 #include "coexec/RejectionPolicy.h"
+#include "coexec/ScheduledFuture.h"
 #include "coexec/ThreadPoolOptions.h"
 #include "coexec/Task.h"
 #include "coexec/WorkQueue.h"
 #include "coexec/detail/CoroutineTask.h"
 #include "coexec/detail/TaskCore.h"
+#include "coexec/detail/Time.h"
 
 namespace coexec {
 
 namespace detail {
 class PoolImpl;
 class ResumeOnAwaiter;
+
+/// The body of a periodic schedule: the user's callable, run once per period.
+class PeriodicBody {
+ public:
+  virtual ~PeriodicBody() = default;
+  virtual void run(const CancellationToken& token) = 0;
+};
+
+template <class F>
+class PeriodicBodyOf final : public PeriodicBody {
+ public:
+  explicit PeriodicBodyOf(F&& fn) : fn_(std::move(fn)) {}
+  void run(const CancellationToken& token) override {
+    if constexpr (kTakesToken<F>) {
+      (void)std::invoke(fn_, token);
+    } else {
+      (void)std::invoke(fn_);
+    }
+  }
+
+ private:
+  F fn_;
+};
 }  // namespace detail
 
 /// A thread pool with the admission semantics of Java's ThreadPoolExecutor.
@@ -153,6 +180,94 @@ class COEXEC_EXPORT ThreadPoolExecutor {
     return future;
   }
 
+  /// Runs `f` on the pool once `delay` has passed on the pool's clock
+  /// (ThreadPoolOptions::clock) and returns its ScheduledFuture. `f` is
+  /// anything submit() takes (a callable, one taking a CancellationToken, a
+  /// callable returning a Task, a Task). A zero or negative delay makes the
+  /// task due at once (through the same path); a delay too large for the
+  /// clock saturates (the task never becomes due).
+  ///
+  /// While it waits, the task holds no place of the work queue (bounded(n)
+  /// counts it nowhere), counts in no queue size and in no counter but
+  /// PoolStats::scheduledCount, and uses no thread. When it becomes due it is
+  /// admitted like a continuation: never rejected, even on a saturated pool
+  /// with abort(); it counts in taskCount then (once), and runs on a pool
+  /// thread like any task (hooks, counters, its Future). Cancelling the
+  /// Future before then removes the timer at once.
+  /// Never blocks (takes the pool's lock briefly). On a ManualClock the task
+  /// becomes due inside the ManualClock::advance() call that reaches its
+  /// deadline (see docs/time.md).
+  /// \throws std::invalid_argument for an empty callable or an empty Task;
+  /// std::logic_error for a Task already started; RejectedExecution after
+  /// shutdown() or shutdownNow() (whatever the rejection policy: a task due
+  /// later cannot be run by the caller now; counted in rejectedCount);
+  /// std::bad_alloc; std::system_error if the pool's timer thread cannot
+  /// start.
+  template <class F, class Rep, class Period>
+  [[nodiscard]] auto schedule(F&& f, std::chrono::duration<Rep, Period> delay) {
+    using R = detail::SubmitResult<std::decay_t<F>>;
+    PendingTask task = makeTask<true>(std::forward<F>(f), 0, "schedule");
+    Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
+    const Clock::time_point deadline = scheduleTask(task, detail::deadlineOn(clock().now(), delay));
+    return ScheduledFuture<R>(std::move(future), deadline, clock());
+  }
+
+  /// Runs `f()` (or `f(token)`) on the pool periodically: first when
+  /// `initialDelay` has passed on the pool's clock, then at initialDelay + k *
+  /// period. Returns the schedule's PeriodicHandle. `f` is a callable; its
+  /// result, if any, is ignored (a coroutine is not accepted: start one from
+  /// `f` with submit()). Its token is cancelled by cancel() and shutdownNow().
+  ///
+  /// Rules (docs/time.md):
+  /// - Runs never overlap: the next run is considered only when a run has
+  ///   returned. If a run ends after the time the next one was due, the next
+  ///   run starts at once (late), and the schedule then goes on at the next
+  ///   point of the original grid (initialDelay + k * period) after that
+  ///   start: periods missed meanwhile are skipped, never replayed in a
+  ///   burst.
+  /// - A run that throws: its error goes to the uncaught-exception handler
+  ///   once; then the schedule ends with that error (the handle rethrows it),
+  ///   or, with `options.continueOnError`, goes on. A run that throws
+  ///   OperationCancelled ends the schedule (not reported; the handle throws
+  ///   OperationCancelled, or returns if cancel() was called).
+  /// - The whole schedule counts once in taskCount, when it first becomes
+  ///   due, and once in completedTaskCount (cancel()), failedCount (an
+  ///   error ended it) or cancelledCount (the pool ended it) when it ends;
+  ///   the runs themselves count in no counter of the pool (runCount() on
+  ///   the handle counts them). A run is admitted like a continuation: never
+  ///   rejected. Hooks run around each run.
+  /// - After shutdown() the schedule ends after the run in progress, unless
+  ///   ThreadPoolOptions::continuePeriodicTasksAfterShutdown; shutdownNow()
+  ///   ends it at once (the token of a run in progress is cancelled).
+  /// Never blocks.
+  /// \throws std::invalid_argument if `period` is zero or negative, or `f` is
+  /// an empty callable; RejectedExecution after shutdown; std::bad_alloc;
+  /// std::system_error if the pool's timer thread cannot start.
+  template <class F, class Rep1, class Period1, class Rep2, class Period2>
+  PeriodicHandle scheduleAtFixedRate(F&& f, std::chrono::duration<Rep1, Period1> initialDelay,
+                                     std::chrono::duration<Rep2, Period2> period, PeriodicOptions options = {}) {
+    const Clock::duration every = positiveInterval(period, "scheduleAtFixedRate", "period");
+    return schedulePeriodic(makePeriodicBody(std::forward<F>(f), "scheduleAtFixedRate"),
+                            detail::deadlineOn(clock().now(), initialDelay), every, /*fixedRate=*/true, options);
+  }
+
+  /// Runs `f()` (or `f(token)`) on the pool periodically: first when
+  /// `initialDelay` has passed on the pool's clock, then each time `delay`
+  /// after the previous run returned. Otherwise as scheduleAtFixedRate()
+  /// (errors, counting, shutdown, what it throws: `delay` zero or negative
+  /// throws std::invalid_argument naming it).
+  template <class F, class Rep1, class Period1, class Rep2, class Period2>
+  PeriodicHandle scheduleWithFixedDelay(F&& f, std::chrono::duration<Rep1, Period1> initialDelay,
+                                        std::chrono::duration<Rep2, Period2> delay, PeriodicOptions options = {}) {
+    const Clock::duration gap = positiveInterval(delay, "scheduleWithFixedDelay", "delay");
+    return schedulePeriodic(makePeriodicBody(std::forward<F>(f), "scheduleWithFixedDelay"),
+                            detail::deadlineOn(clock().now(), initialDelay), gap, /*fixedRate=*/false, options);
+  }
+
+  /// The clock the pool reads time from (ThreadPoolOptions::clock, or
+  /// steadyClock()). Never blocks; never throws.
+  [[nodiscard]] Clock& clock() const noexcept;
+
   /// Like execute(), but never calls the rejection policy: returns false
   /// (and counts nothing) if the task would be rejected. Never blocks.
   /// \throws std::invalid_argument for an empty callable or an empty Task;
@@ -263,6 +378,28 @@ class COEXEC_EXPORT ThreadPoolExecutor {
     return PendingTask(detail::Ref<detail::TaskCore>::adopt(core));
   }
   [[noreturn]] static void throwEmptyCallable(const char* operation);
+
+  template <class F>
+  static std::unique_ptr<detail::PeriodicBody> makePeriodicBody(F&& f, const char* operation) {
+    using Fn = std::decay_t<F>;
+    static_assert(std::is_invocable_v<Fn&> || std::is_invocable_v<Fn&, CancellationToken>,
+                  "coexec: a periodic task must be callable as f() or f(CancellationToken)");
+    static_assert(!detail::IsTask<Fn>::value && !detail::IsTask<detail::CallableResult<Fn>>::value,
+                  "coexec: a periodic task must be a plain callable, not a coroutine (from it, submit() the coroutine)");
+    if (detail::isEmptyCallable(f)) throwEmptyCallable(operation);
+    return std::make_unique<detail::PeriodicBodyOf<Fn>>(Fn(std::forward<F>(f)));
+  }
+  template <class Rep, class Period>
+  static Clock::duration positiveInterval(std::chrono::duration<Rep, Period> d, const char* operation,
+                                          const char* what) {
+    if (d <= d.zero()) throwNotPositive(operation, what, std::chrono::duration<double>(d).count());
+    return detail::saturatingDuration(d);
+  }
+  [[noreturn]] static void throwNotPositive(const char* operation, const char* what, double seconds);
+  /// Arms the timer of a task from schedule(); returns its deadline.
+  Clock::time_point scheduleTask(PendingTask& task, Clock::time_point deadline);
+  PeriodicHandle schedulePeriodic(std::unique_ptr<detail::PeriodicBody> body, Clock::time_point first,
+                                  Clock::duration interval, bool fixedRate, PeriodicOptions options);
 
   void admit(PendingTask task);
   /// Admission without the policy: takes `task` and returns true, or leaves it

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <thread>
 
+#include "coexec/Clock.h"
 #include "coexec/RejectionPolicy.h"
 #include "coexec/WorkQueue.h"
 
@@ -95,6 +96,25 @@ struct ThreadPoolOptions {
   /// Empty (the default) = print the error with the pool and thread name to
   /// stderr.
   UncaughtExceptionHandler uncaughtExceptionHandler{};
+  /// Where the pool reads the time: the deadlines of schedule(),
+  /// scheduleAtFixedRate() and scheduleWithFixedDelay(), sleepFor() and
+  /// sleepUntil() in its coroutines, and keepAliveTime. Null (the default) =
+  /// the steady clock (steadyClock()). A ManualClock makes all of these move
+  /// only when a test advances it (see docs/time.md). The clock must outlive
+  /// the pool, and every ScheduledFuture or PeriodicHandle whose delay() is
+  /// still read.
+  Clock* clock = nullptr;
+  /// After shutdown(), one-shot tasks from schedule() whose delay has not yet
+  /// passed still run when it does, and the pool terminates only after them.
+  /// false: shutdown() cancels them (their Futures report
+  /// OperationCancelled). Default true (Java's default). shutdownNow() always
+  /// cancels them.
+  bool runDelayedTasksAfterShutdown = true;
+  /// After shutdown(), periodic schedules go on (and the pool terminates
+  /// only once each has been cancelled or has ended). false (the default,
+  /// Java's): shutdown() ends them after the run in progress, if any; their
+  /// handles report OperationCancelled. shutdownNow() always ends them.
+  bool continuePeriodicTasksAfterShutdown = false;
 };
 
 }  // namespace coexec

@@ -17,6 +17,7 @@
 #include "scheduler/RingBuffer.h"
 #include "scheduler/WorkStealingDeque.h"
 #include "scheduler/TaskQueue.h"
+#include "scheduler/TimerService.h"
 #include "coexec/PendingTask.h"
 #include "coexec/PoolStats.h"
 #include "coexec/ThreadPoolOptions.h"
@@ -29,6 +30,12 @@ class ThreadPoolExecutor;
 }
 
 namespace coexec::detail {
+
+class ScheduledItem;
+class OneShotTimer;
+class PeriodicState;
+class PeriodicRun;
+struct TimerWork;
 
 /// Prints an exception nobody else can take (a throwing hook or handler) to
 /// stderr with its context. Never throws.
@@ -124,6 +131,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     // Items the owner ran since the oldest yield was queued (reset when one is
     // taken); relaxed: a count, read to decide when a yield is due.
     std::atomic<std::size_t> ranSinceYield{0};
+    // ManualClock only: the keep-alive alarm of this idle worker (see
+    // onKeepAliveAlarm); guarded by mutex_.
+    TimerId keepAliveAlarm;
   };
 
   /// Whether the pool kept the thread the factory made for a worker: the
@@ -357,6 +367,66 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   std::uint64_t drained_ = 0;
   std::uint64_t rejected_ = 0;
 
+  // ---- timers (PoolTimers.cpp) ----------------------------------------------
+  Clock& clock_;
+  ManualClock* const manualClock_;  // clock_, if it is a ManualClock (keep-alive then waits on it)
+  const bool runDelayedAfterShutdown_;
+  const bool continuePeriodicAfterShutdown_;
+  // Guarded by mutex_:
+  RingBuffer<TaskCore*> due_;          // timer tasks that became due, each holding a reference; run like continuations
+  ScheduledItem* liveItems_ = nullptr;  // live timer items (see ScheduledItem), each holding a reference
+  std::size_t liveCount_ = 0;
+  std::size_t armedCount_ = 0;  // PoolStats::scheduledCount
+  // Pins held by threads on their way to this pool from a timer item (see
+  // ScheduledItem): the pool does not terminate while one is held. Taken
+  // under the item's guard, dropped under mutex_.
+  std::atomic<std::size_t> timerPins_{0};
+
+  /// Requires: mutex_ held. Makes `item` live (the list takes a reference)
+  /// and arms its timer for `deadline`, or hands its work over at once if it
+  /// is already due. \throws RejectedExecution if the pool is shut down
+  /// (counted); what the timer service throws (the item is then not live).
+  void addItemLocked(ScheduledItem& item, Clock::time_point deadline, TimerWork& work);
+  /// Requires: mutex_ held; `item` live and not armed. Arms its timer (or
+  /// hands its work over at once if due). \throws what the timer service
+  /// throws.
+  void armLocked(ScheduledItem& item, Clock::time_point deadline, TimerWork& work);
+  /// Requires: mutex_ held; `item` live. Takes it off the live list; the
+  /// list's reference goes to `released` (dropped after unlocking).
+  void removeItemLocked(ScheduledItem& item, std::vector<ScheduledItem*>& released) noexcept;
+  /// Requires: mutex_ held; `item` live and not armed (its timer fired, or
+  /// it was due at once). Hands its work over: a one-shot's task to due_
+  /// (the item leaves the list), a periodic schedule's next run to due_, or
+  /// ends the schedule (cancelled, or the pool is shut down).
+  void fireLocked(ScheduledItem& item, TimerWork& work);
+  /// Requires: mutex_ held. Queues a due task (taking `task`'s reference)
+  /// and gets a thread to it, like post().
+  void pushDueLocked(TaskCore* task, FactoryErrors& errors);
+  /// The timer service's callback: `context` is an armed ScheduledItem.
+  static void onTimer(void* context) noexcept;
+  /// Requires: mutex_ held. Drops a pin (see ScheduledItem) and terminates
+  /// the pool if it is done.
+  void unpinLocked(std::unique_lock<std::mutex>& lock) noexcept;
+  /// Requires: mutex_ held. Disarms and ends the timers that shutdown()
+  /// (`now` false) or shutdownNow() (`now` true, with `drained` for the due
+  /// one-shot tasks it returns) must stop; see ThreadPoolOptions.
+  void stopTimersLocked(bool now, TimerWork& work, std::vector<PendingTask>* drained);
+  /// A run of `state` returned (`error`: what it threw; null on success):
+  /// re-arms the schedule or ends it. On the pool thread that ran it.
+  void periodicRunEnded(PeriodicState& state, const std::exception_ptr& error) noexcept;
+  /// A run of `state` failed before its body ran (a throwing beforeExecute).
+  void periodicRunNotStarted(PeriodicState& state, const std::exception_ptr& error) noexcept;
+  /// ManualClock keep-alive: wakes the idle workers so that they read the
+  /// clock again (a timer callback; `context` is the pool).
+  static void onKeepAliveAlarm(void* context) noexcept;
+
+  // Scheduler: sleeps on this pool's threads use its clock.
+  TimerService* timerService() noexcept;
+
+  friend class OneShotTimer;
+  friend class PeriodicState;
+  friend struct TimerWork;
+
  private:
   struct Work {
     Ref<TaskCore> task;
@@ -398,7 +468,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
  public:
   // Requires: mutex_ held. After the shared queues changed.
   void publishSharedWorkLocked() noexcept {
-    sharedWork_.store(queue_.size() + continuations_.size(), std::memory_order_seq_cst);
+    sharedWork_.store(queue_.size() + continuations_.size() + due_.size(), std::memory_order_seq_cst);
   }
   // Requires: mutex_ held.
   void setStateLocked(PoolState state) noexcept {
@@ -415,6 +485,12 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
  private:
   // Requires: mutex_ held.
   void workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& lock);
+
+ public:
+  // The pool's timers, on clock_. The last member, so destroyed first: a
+  // callback in progress (on a ManualClock's advance() thread) finishes
+  // while the rest of the pool is still whole.
+  TimerService timers_;
 };
 
 /// The pool whose worker is running on this thread, or null.

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "pool/PoolImpl.h"
+#include "pool/PoolTimers.h"
 #include "coexec/detail/Time.h"
 
 namespace coexec {
@@ -49,7 +50,8 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
   // and then reads poolSizeMirror_, so one of the two starts a thread.
   poolSizeMirror_.store(workers_.size(), std::memory_order_seq_cst);
   if (blockedProducers_ > 0) roomAvailable_.notify_all();  // room for a new thread
-  if (workers_.empty() && ((sharedQueuedLocked() > 0 && state_ != PoolState::stop) || !continuations_.empty())) {
+  if (workers_.empty() &&
+      ((sharedQueuedLocked() > 0 && state_ != PoolState::stop) || !continuations_.empty() || !due_.empty())) {
     // Never leave queued work without a thread (the pool was resized or all
     // threads timed out while a task arrived).
     FactoryErrors errors;
@@ -68,6 +70,9 @@ void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
   if (state_ == PoolState::running || state_ == PoolState::terminated || terminating_) return;
   if (!workers_.empty() || !quiescentLocked()) return;
   if (state_ == PoolState::shutdown && sharedQueuedLocked() > 0) return;
+  // Timers it must still run (or end), due work, and threads on their way
+  // here from a timer (see ScheduledItem).
+  if (liveCount_ > 0 || !due_.empty() || timerPins_.load(std::memory_order_seq_cst) > 0) return;
   terminating_ = true;
   if (hooks_.terminated) {
     lock.unlock();
@@ -92,8 +97,17 @@ void ThreadPoolExecutor::shutdown() {
   if (p.state_ == PoolState::running) p.setStateLocked(PoolState::shutdown);
   p.waitAdmissionsLocked();  // every lock-free push has landed or will be refused
   p.waitFinishersLocked();   // every coroutine that finished unlocked is off the in-flight count
+  detail::TimerWork timers;
+  if (p.state_ == PoolState::shutdown) p.stopTimersLocked(/*now=*/false, timers, nullptr);
+  // The timers it stopped are settled before the pool may terminate: a pin
+  // holds it meanwhile (see ScheduledItem).
+  p.timerPins_.fetch_add(1, std::memory_order_seq_cst);
+  lock.unlock();
+  timers.run(p);
+  lock.lock();
+  p.timerPins_.fetch_sub(1, std::memory_order_seq_cst);
   detail::PoolImpl::FactoryErrors errors;
-  if (p.workers_.empty() && p.sharedQueuedLocked() > 0 && p.state_ == PoolState::shutdown) {
+  if (p.workers_.empty() && (p.sharedQueuedLocked() > 0 || !p.due_.empty()) && p.state_ == PoolState::shutdown) {
     PendingTask none;  // queued work whose thread failed to start: try again to drain it
     p.addWorkerLocked(none, errors);
   }
@@ -109,6 +123,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
   std::vector<PendingTask> unrun;
   std::vector<PendingTask> cancelled;
   std::vector<detail::Ref<detail::TaskCore>> running;
+  detail::TimerWork timers;
   {
     std::unique_lock lock(p.mutex_);
     if (p.state_ == PoolState::running || p.state_ == PoolState::shutdown) p.setStateLocked(PoolState::stop);
@@ -118,6 +133,10 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     p.releaseQueued(queued.size());
     p.publishSharedWorkLocked();
     p.drainLocalsLocked(queued);  // after the shared queue: it holds the older tasks
+    // Pending timers are cancelled; one-shot tasks that became due and have
+    // not started are returned after the queued ones.
+    p.stopTimersLocked(/*now=*/true, timers, &queued);
+    p.timerPins_.fetch_add(1, std::memory_order_seq_cst);  // settled before the pool may terminate
     for (PendingTask& task : queued) {
       if (task.isCancelled()) {
         p.outside_.cancelled.fetch_add(1, std::memory_order_relaxed);
@@ -143,8 +162,13 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     p.tryTerminateLocked(lock);
   }
   // Outside the lock: token callbacks and capture destructors are user code.
+  timers.run(p);
   for (auto& task : running)
     task->requestTokenCancellation();
+  {
+    std::unique_lock lock(p.mutex_);
+    p.unpinLocked(lock);
+  }
   return unrun;
 }
 

@@ -25,7 +25,9 @@
 #include <chrono>
 #include <thread>
 
+#include "coexec/detail/Time.h"
 #include "pool/PoolImpl.h"
+#include "pool/PoolTimers.h"
 #include "scheduler/SpinWait.h"
 
 namespace coexec::detail {
@@ -132,8 +134,8 @@ void PoolImpl::execute(Worker& worker, Work work) {
       // before this returns.
       task.detach()->startCoroutine(this);
     }
-  } else {
-    count(runTask(worker, *task).outcome);
+  } else if (const RunResult result = runTask(worker, *task); task->countsInStats) {
+    count(result.outcome);  // (a periodic run counts with its schedule instead)
   }
   if (tracked) {
     std::lock_guard local(worker.localMutex);
@@ -152,6 +154,7 @@ RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
       const std::exception_ptr error = std::current_exception();
       task.failRunning(error);
       if (!task.hasFuture()) reportUncaught(error, info);
+      if (!task.countsInStats) periodicRunNotStarted(static_cast<PeriodicRun&>(task).state(), error);
       return {Outcome::failed, error};
     }
   }
@@ -163,7 +166,8 @@ RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
       printDropped("the afterExecute hook", name_, worker.name, std::current_exception());
     }
   }
-  if (result.outcome == Outcome::failed && !task.hasFuture()) reportUncaught(result.error, info);
+  // A periodic run reports its own error, before its schedule ends.
+  if (result.outcome == Outcome::failed && !task.hasFuture() && task.countsInStats) reportUncaught(result.error, info);
   return result;
 }
 
@@ -430,7 +434,6 @@ void PoolImpl::refillLocked() {
 }
 
 PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mutex>& lock) {
-  using Clock = std::chrono::steady_clock;
   Clock::time_point idleSince{};  // read the clock only once there is nothing to do
   bool waited = false;
   bool spun = false;
@@ -450,9 +453,18 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
       wakeHelperLocked();
       return work;
     }
+    // Then timer work that became due: admitted, never rejected, run even
+    // after shutdown() (shutdownNow() drains it).
+    if (!due_.empty()) {
+      Work work{Ref<TaskCore>::adopt(due_.pop()), {}, false};
+      publishSharedWorkLocked();
+      wakeHelperLocked();
+      return work;
+    }
     const std::size_t inFlight = inFlightLocked();
     if (state_ == PoolState::stop && inFlight == 0) return exitUnlessYields();
     const std::size_t shared = sharedQueuedLocked();
+    // (Pending timers do not keep a thread: the one that fires starts one.)
     if (state_ == PoolState::shutdown && shared == 0 && inFlight == 0 && !anyLocalWorkLocked()) return {};
     const std::size_t size = workers_.size();
     // Above max (after setMaximumPoolSize): exit, unless we are the last thread
@@ -481,11 +493,14 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
       continue;  // the state may have changed while the lock was released
     }
     const bool timed = allowCoreThreadTimeOut_ || size > corePoolSize_;
-    if (idleSince == Clock::time_point{}) idleSince = Clock::now();
-    const auto deadline = idleSince + std::chrono::duration_cast<Clock::duration>(keepAliveTime_);
+    // keepAliveTime runs on the pool's clock: the steady clock's is the
+    // condition variable's own timeout; a ManualClock's is an alarm on the
+    // pool's timer service (onKeepAliveAlarm), fired by advance().
+    if (idleSince == Clock::time_point{}) idleSince = clock_.now();
+    const auto deadline = detail::deadlineOn(idleSince, keepAliveTime_);
     // An idle thread may time out even while coroutines are in flight: a
     // continuation posted to a pool without threads starts one.
-    if (timed && waited && Clock::now() >= deadline) return exitUnlessYields();
+    if (timed && waited && clock_.now() >= deadline) return exitUnlessYields();
     worker.signalled = false;
     idleWorkers_.push_back(&worker);
     idleCount_.store(idleWorkers_.size(), std::memory_order_seq_cst);
@@ -497,8 +512,17 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
       continue;
     }
     if (blockedProducers_ > 0) roomAvailable_.notify_all();  // an idle thread is room for a hand-off
-    if (timed) {
-      worker.wake.wait_until(lock, deadline, [&] { return worker.signalled; });
+    if (timed && manualClock_ != nullptr) {
+      bool alarmed = true;
+      try {
+        worker.keepAliveAlarm = timers_.schedule(deadline, &PoolImpl::onKeepAliveAlarm, this);
+      } catch (...) {
+        alarmed = false;  // no memory for the alarm: wait for work, and look at the clock when woken
+      }
+      worker.wake.wait(lock, [&] { return worker.signalled; });
+      if (alarmed) timers_.cancel(worker.keepAliveAlarm);  // fired already, or no longer needed
+    } else if (timed && deadline != Clock::time_point::max()) {
+      worker.wake.wait_for(lock, deadline - clock_.now(), [&] { return worker.signalled; });
     } else {
       worker.wake.wait(lock, [&] { return worker.signalled; });
     }

@@ -119,7 +119,12 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
       maximumPoolSize_(options.maximumPoolSize),
       keepAliveTime_(options.keepAliveTime),
       allowCoreThreadTimeOut_(options.allowCoreThreadTimeOut),
-      queue_(options.workQueue) {
+      queue_(options.workQueue),
+      clock_(options.clock != nullptr ? *options.clock : steadyClock()),
+      manualClock_(dynamic_cast<ManualClock*>(&clock_)),
+      runDelayedAfterShutdown_(options.runDelayedTasksAfterShutdown),
+      continuePeriodicAfterShutdown_(options.continuePeriodicTasksAfterShutdown),
+      timers_(clock_) {
   coreMirror_.store(corePoolSize_, std::memory_order_relaxed);
 }
 
@@ -157,6 +162,7 @@ PoolStats PoolImpl::statsLocked() const {
   s.rejectedCount = rejected_;
   s.discardedCount = discarded_;
   s.drainedCount = drained_;
+  s.scheduledCount = armedCount_;
   return s;
 }
 

@@ -38,6 +38,11 @@ class RingBuffer {
   }
   /// Element i from the front (0 = next to pop).
   T& at(std::size_t i) noexcept { return slots_[(head_ + i) & mask_]; }
+  /// Makes room for `n` elements in all, so that pushes up to that size
+  /// do not allocate (or throw). \throws std::bad_alloc.
+  void reserve(std::size_t n) {
+    while (slots_.size() < n) grow();
+  }
   /// Keeps the elements for which `keep` is true, in order; returns the others.
   template <class Pred>
   std::vector<T> extractIf(Pred remove) {

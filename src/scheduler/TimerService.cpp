@@ -43,9 +43,10 @@ TimerService::TimerService(Clock& clock) : clock_(clock), manual_(dynamic_cast<M
   if (manual_ != nullptr) {
     std::lock_guard lock(manual_->mutex_);
     manual_->services_.push_back(this);
-  } else {
-    thread_ = std::thread([this] { run(); });
   }
+  // On any other clock the thread starts with the first timer (schedule()):
+  // a service that is never used (a pool that schedules nothing) costs no
+  // thread.
 }
 
 TimerService::~TimerService() {
@@ -60,7 +61,7 @@ TimerService::~TimerService() {
     stopping_ = true;
   }
   wake_.notify_one();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 TimerId TimerService::schedule(Clock::time_point deadline, Callback callback, void* context) {
@@ -69,6 +70,9 @@ TimerId TimerService::schedule(Clock::time_point deadline, Callback callback, vo
   TimerId id;
   {
     std::lock_guard lock(mutex_);
+    // The thread first, then the tables, so that nothing is half-inserted if
+    // either throws. The new thread waits for mutex_ before it looks.
+    if (manual_ == nullptr && !thread_.joinable()) thread_ = std::thread([this] { run(); });
     // Grow first, so that nothing is half-inserted if an allocation throws.
     // free_ has room for every slot: removeAt() pushes to it without throwing.
     if (free_.empty()) {

@@ -13,7 +13,8 @@
 // Who fires the timers:
 // - on a ManualClock, nobody but ManualClock::advance(), on its calling
 //   thread (the service registers with the clock; no thread of its own);
-// - on any other clock, one service thread that sleeps on a condition
+// - on any other clock, one service thread (started by the first schedule(),
+//   so an unused service costs no thread) that sleeps on a condition
 //   variable until the earliest deadline, or without a timeout while no
 //   timer is pending: an idle service uses no CPU. schedule() wakes it only
 //   when the new timer is earlier than the deadline it sleeps until.
@@ -48,8 +49,8 @@ class COEXEC_EXPORT TimerService {
   using Callback = void (*)(void* context) noexcept;
 
   /// A service on `clock`, which must outlive it. On a ManualClock it
-  /// registers with the clock; on any other clock it starts its thread.
-  /// \throws std::system_error if the thread cannot start.
+  /// registers with the clock; on any other clock its thread starts with the
+  /// first schedule(). Starts no thread. \throws std::bad_alloc.
   explicit TimerService(Clock& clock);
   TimerService(const TimerService&) = delete;
   TimerService& operator=(const TimerService&) = delete;
@@ -60,7 +61,8 @@ class COEXEC_EXPORT TimerService {
 
   /// Runs `callback(context)` once, at or after `deadline` on the clock.
   /// Never blocks beyond the service lock. Cost: O(log n).
-  /// \throws std::bad_alloc if the tables must grow and cannot.
+  /// \throws std::bad_alloc if the tables must grow and cannot;
+  /// std::system_error if the service thread must start and cannot.
   TimerId schedule(Clock::time_point deadline, Callback callback, void* context);
 
   /// Removes the timer if it has not started firing: returns true and the
@@ -130,12 +132,12 @@ class COEXEC_EXPORT TimerService {
   Clock::time_point sleepingUntil_;  // the thread's wake-up time (max: none); guarded by mutex_
   bool stopping_ = false;            // guarded by mutex_
   std::uint64_t wakeUps_ = 0;        // guarded by mutex_
-  std::thread thread_;               // joinable only on a clock that is not a ManualClock
+  std::thread thread_;               // started by the first schedule() on a clock that is not a ManualClock; guarded by mutex_
 };
 
 /// The process-wide service on the steady clock, for sleeps outside pools.
-/// Created (and its thread started) on first use; stopped at program exit.
-/// \throws std::system_error if its thread cannot start.
+/// Created on first use (its thread starts with its first timer); stopped
+/// at program exit. Never throws.
 COEXEC_EXPORT TimerService& steadyTimerService();
 
 }  // namespace coexec::detail

@@ -142,6 +142,7 @@ bool TaskCore::requestCancel() noexcept {
           publish(state_.fetch_or(kDone, std::memory_order_acq_rel));
           // Outside any lock: token callbacks are user code.
           if (source_) source_->requestCancellation();
+          if (cancelListener) cancelListener->queuedTaskCancelled();
           return true;
         }
         s = state_.load(std::memory_order_acquire);

@@ -39,6 +39,15 @@ class CoroutineObserver {
   ~CoroutineObserver() = default;
 };
 
+/// Told when a task that waits for its deadline (a pool's scheduled task) is
+/// cancelled through its Future, so that its timer goes at once.
+class QueuedCancelListener : public RefCounted {
+ public:
+  /// Called once, on the cancelling thread, after the task has settled as
+  /// cancelled, outside any lock of the task's. Never throws.
+  virtual void queuedTaskCancelled() noexcept = 0;
+};
+
 /// The state shared by a PendingTask (the runnable side), its Future (the
 /// result side) and the pool. One allocation holds the callable, the result
 /// and the synchronisation.
@@ -113,6 +122,12 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// Which of its pool's in-flight counters a started coroutine task counts
   /// in; written by the worker that starts it.
   std::uint32_t inFlightShard = 0;
+  /// False for a run of a periodic schedule, which the pool counts once per
+  /// schedule, not per run; written before the task is published.
+  bool countsInStats = true;
+  /// Told by requestCancel() when it cancels the task while queued; set
+  /// before the task is published to another thread, then never changed.
+  Ref<QueuedCancelListener> cancelListener;
 
   // ---- result side (Future) -------------------------------------------------
 

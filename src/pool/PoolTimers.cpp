@@ -1,0 +1,487 @@
+// A pool's timers: schedule(), scheduleAtFixedRate(), scheduleWithFixedDelay(),
+// and the keep-alive alarms of a pool on a ManualClock.
+//
+// A timer item (ScheduledItem, PoolTimers.h) is live from schedule*() until
+// it has nothing more to do for the pool, and armed while its timer is
+// pending in timers_. When the timer fires (onTimer, on the timer thread or
+// in ManualClock::advance()), the item's work is handed to due_: a one-shot's
+// task, or a periodic schedule's next run (a PeriodicRun task). Workers take
+// due_ right after the continuations: due work is admitted work, never
+// rejected and never bounded by the work queue.
+//
+// Who ends what:
+// - Whoever disarms an armed item first (TimerService::cancel() returned
+//   true, or the timer fired) decides its fate; a canceller whose cancel()
+//   returns false leaves the item to onTimer, which sees why it was
+//   cancelled (the task is done, the schedule's cancelRequested, the pool's
+//   state).
+// - A periodic schedule that is live but not armed has a run queued or
+//   running: that run decides (periodicRunEnded) whether to re-arm or end.
+// - The pool terminates only when no item is live, no pin is held and due_
+//   is empty (tryTerminateLocked).
+//
+// Locks: mutex_ guards the live list, every item's armed/timer/deadline/due
+// fields, due_ and the counters; it is taken before TimerService's own lock
+// and before an item's guard, never the other way round (a pin is taken
+// under the guard, which is released before mutex_ is taken). User code
+// (settling Futures and handles, token callbacks, dropping tasks) runs with
+// no lock held: TimerWork collects it.
+
+#include "pool/PoolTimers.h"
+
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "coexec/Errors.h"
+#include "pool/PoolImpl.h"
+
+namespace coexec {
+namespace detail {
+
+void TimerWork::run(PoolImpl& pool) noexcept {
+  for (Ref<PeriodicState>& state : tokens)
+    state->cancelRunToken();
+  tokens.clear();
+  for (auto& [state, error] : end)
+    state->end(pool, std::move(error));
+  for (Ref<TaskCore>& task : cancel)
+    task->requestCancel();
+  end.clear();
+  cancel.clear();
+  drop.clear();
+  for (ScheduledItem* item : release)
+    item->releaseItem();
+  release.clear();
+  pool.reportFactoryErrors(errors);
+}
+
+namespace {
+
+std::exception_ptr cancelledByPool(const PoolImpl& pool, const char* how) {
+  return std::make_exception_ptr(
+      OperationCancelled(fmt::format("coexec: the periodic schedule was ended by {} of pool '{}'", how, pool.name_)));
+}
+
+Clock::time_point saturatedAdd(Clock::time_point t, Clock::duration d) noexcept {
+  if (t > Clock::time_point::max() - d) return Clock::time_point::max();
+  return t + d;
+}
+
+}  // namespace
+
+// ---- ScheduledItem ---------------------------------------------------------------
+
+PoolImpl* ScheduledItem::pinPool() noexcept {
+  std::lock_guard guarded(guard);
+  // seq_cst: tryTerminateLocked reads the pins under mutex_ after the item
+  // left the list (which cleared `pool` under this guard).
+  if (pool != nullptr) pool->timerPins_.fetch_add(1, std::memory_order_seq_cst);
+  return pool;
+}
+
+void OneShotTimer::queuedTaskCancelled() noexcept {
+  PoolImpl* pool = pinPool();
+  if (pool == nullptr) return;  // fired (it is in due_, where a worker skips it) or removed already
+  TimerWork work;
+  std::unique_lock lock(pool->mutex_);
+  if (armed && pool->timers_.cancel(timer)) {
+    armed = false;
+    --pool->armedCount_;
+    work.drop.push_back(std::move(task));
+    pool->removeItemLocked(*this, work.release);
+  }
+  // Otherwise the timer is firing: onTimer finds the task done and drops it.
+  lock.unlock();
+  work.run(*pool);
+  lock.lock();
+  pool->unpinLocked(lock);
+}
+
+// ---- PeriodicState ---------------------------------------------------------------
+
+class PeriodicState::Completion final : public ResultCore<void> {
+ public:
+  explicit Completion(const void* pool) : ResultCore<void>(/*hasFuture=*/true, /*wantsToken=*/false, 0) {
+    owner = pool;  // a wait for it from one of the pool's own threads is refused
+    (void)tryStart();
+  }
+  void complete(std::exception_ptr error) noexcept { (void)finish(std::move(error)); }
+
+ private:
+  void invoke() override {}
+};
+
+PeriodicState::PeriodicState(std::unique_ptr<PeriodicBody> body, Clock& clock, Clock::time_point first,
+                             Clock::duration interval, bool fixedRate, PeriodicOptions options,
+                             const void* poolIdentity)
+    : options(options),
+      fixedRate(fixedRate),
+      interval(interval),
+      due(first),
+      body_(std::move(body)),
+      clock_(clock),
+      completion_(Ref<ResultCore<void>>::adopt(new Completion(poolIdentity))),
+      nextRun_(first.time_since_epoch().count()) {}
+
+Ref<ResultCore<void>> PeriodicState::completion() const noexcept { return completion_; }
+
+bool PeriodicState::cancel() noexcept {
+  if (ended_.load(std::memory_order_acquire)) return false;
+  if (cancelRequested.exchange(true, std::memory_order_acq_rel)) return false;
+  source_.requestCancellation();  // a run in progress sees its token (callbacks run here)
+  PoolImpl* pool = pinPool();
+  if (pool == nullptr) return true;  // being ended by the pool already
+  TimerWork work;
+  std::unique_lock lock(pool->mutex_);
+  if (armed && pool->timers_.cancel(timer)) {
+    armed = false;
+    --pool->armedCount_;
+    addRef();
+    work.end.emplace_back(Ref<PeriodicState>::adopt(this), nullptr);
+    pool->removeItemLocked(*this, work.release);
+  }
+  // Otherwise a run is queued or running, or the timer is firing: each of
+  // them sees cancelRequested and ends the schedule normally.
+  lock.unlock();
+  work.run(*pool);
+  lock.lock();
+  pool->unpinLocked(lock);
+  return true;
+}
+
+void PeriodicState::runOnce(PoolImpl& pool) {
+  if (cancelRequested.load(std::memory_order_acquire)) {
+    pool.periodicRunEnded(*this, nullptr);
+    return;
+  }
+  runs_.fetch_add(1, std::memory_order_acq_rel);
+  std::exception_ptr error;
+  try {
+    body_->run(source_.token());
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (error && !isOperationCancelled(error)) {
+    // Reported before the handle settles: whoever sees the schedule end
+    // with this error also sees the handler's call.
+    pool.reportUncaught(error, TaskInfo{pool.name_, tlsWorkerName ? std::string_view(*tlsWorkerName) : "(caller)",
+                                        false, 0});
+  }
+  pool.periodicRunEnded(*this, error);
+  // For afterExecute; the pool does not report a periodic run's error again.
+  if (error) std::rethrow_exception(error);
+}
+
+void PeriodicState::end(PoolImpl& pool, std::exception_ptr error) noexcept {
+  if (ended_.exchange(true, std::memory_order_acq_rel)) return;
+  nextRun_.store(Clock::time_point::min().time_since_epoch().count(), std::memory_order_release);
+  source_.requestCancellation();
+  if (counted) {
+    pool.count(!error                        ? Outcome::completed
+               : isOperationCancelled(error) ? Outcome::cancelled
+                                             : Outcome::failed);
+  }
+  static_cast<Completion&>(*completion_).complete(std::move(error));
+}
+
+Clock::time_point PeriodicState::nextDeadline(Clock::time_point now) noexcept {
+  if (!fixedRate) return saturatedAdd(now, interval);
+  const Clock::time_point next = saturatedAdd(due, interval);
+  if (next > now || next == Clock::time_point::max()) {
+    due = next;
+    return next;
+  }
+  // Late: the next run starts at once and stands for the latest grid point
+  // that has passed; the ones before it are skipped.
+  due += ((now - due) / interval) * interval;
+  return now;
+}
+
+PeriodicRun::PeriodicRun(Ref<PeriodicState> state, PoolImpl& pool)
+    : TaskCore(/*hasFuture=*/false, /*wantsToken=*/false, 0), state_(std::move(state)), pool_(pool) {
+  countsInStats = false;
+  owner = &pool;
+}
+
+// ---- PoolImpl ----------------------------------------------------------------------
+
+TimerService* PoolImpl::timerService() noexcept { return &timers_; }
+
+void PoolImpl::addItemLocked(ScheduledItem& item, Clock::time_point deadline, TimerWork& work) {
+  if (state_ != PoolState::running) {
+    ++rejected_;
+    throw RejectedExecution("the pool is shut down and accepts no new scheduled tasks", statsLocked());
+  }
+  // Room in due_ for the work of every live item and of what is already
+  // there, so that handing work over (in a timer callback) never allocates.
+  due_.reserve(due_.size() + liveCount_ + 1);
+  item.retainItem();
+  item.prev = nullptr;
+  item.next = liveItems_;
+  if (liveItems_ != nullptr) liveItems_->prev = &item;
+  liveItems_ = &item;
+  ++liveCount_;
+  {
+    std::lock_guard guarded(item.guard);
+    item.pool = this;
+  }
+  try {
+    armLocked(item, deadline, work);
+  } catch (...) {
+    removeItemLocked(item, work.release);
+    throw;
+  }
+}
+
+void PoolImpl::removeItemLocked(ScheduledItem& item, std::vector<ScheduledItem*>& released) noexcept {
+  if (item.prev != nullptr) {
+    item.prev->next = item.next;
+  } else {
+    liveItems_ = item.next;
+  }
+  if (item.next != nullptr) item.next->prev = item.prev;
+  item.prev = item.next = nullptr;
+  --liveCount_;
+  {
+    std::lock_guard guarded(item.guard);
+    item.pool = nullptr;  // later pins find nothing
+  }
+  released.push_back(&item);
+}
+
+void PoolImpl::armLocked(ScheduledItem& item, Clock::time_point deadline, TimerWork& work) {
+  if (item.isPeriodic()) static_cast<PeriodicState&>(item).setNextRun(deadline);
+  if (deadline <= clock_.now()) {
+    fireLocked(item, work);  // due already: no timer
+    return;
+  }
+  item.timer = timers_.schedule(deadline, &PoolImpl::onTimer, &item);
+  item.armed = true;
+  item.deadline = deadline;
+  ++armedCount_;
+}
+
+void PoolImpl::fireLocked(ScheduledItem& item, TimerWork& work) {
+  if (!item.isPeriodic()) {
+    auto& oneShot = static_cast<OneShotTimer&>(item);
+    Ref<TaskCore> task = std::move(oneShot.task);
+    removeItemLocked(item, work.release);
+    if (state_ == PoolState::stop || state_ == PoolState::terminated) {
+      work.cancel.push_back(std::move(task));  // shutdownNow() raced with the firing
+    } else if (task->isDone()) {
+      work.drop.push_back(std::move(task));  // cancelled while its timer was firing: never admitted
+    } else {
+      countersHere().tasks.fetch_add(1, std::memory_order_relaxed);  // admitted now, once
+      pushDueLocked(task.detach(), work.errors);
+    }
+    return;
+  }
+  auto& state = static_cast<PeriodicState&>(item);
+  const auto endWith = [&](std::exception_ptr error) {
+    state.addRef();
+    work.end.emplace_back(Ref<PeriodicState>::adopt(&state), std::move(error));
+    removeItemLocked(item, work.release);
+  };
+  if (state.cancelRequested.load(std::memory_order_acquire)) {
+    endWith(nullptr);
+  } else if (state_ == PoolState::stop || state_ == PoolState::terminated) {
+    endWith(cancelledByPool(*this, "shutdownNow()"));
+  } else if (state_ == PoolState::shutdown && !continuePeriodicAfterShutdown_) {
+    endWith(cancelledByPool(*this, "shutdown()"));
+  } else {
+    try {
+      state.addRef();
+      auto* run = new PeriodicRun(Ref<PeriodicState>::adopt(&state), *this);
+      if (!state.counted) {
+        state.counted = true;
+        countersHere().tasks.fetch_add(1, std::memory_order_relaxed);  // the schedule counts once
+      }
+      state.setNextRun(Clock::time_point::min());
+      pushDueLocked(run, work.errors);
+    } catch (...) {
+      endWith(std::current_exception());  // no memory for the run
+    }
+  }
+}
+
+void PoolImpl::pushDueLocked(TaskCore* task, FactoryErrors& errors) {
+  due_.push(task);  // room reserved by addItemLocked
+  publishSharedWorkLocked();
+  if (searching_.load(std::memory_order_seq_cst) > 0) return;  // a searching worker takes it
+  if (wakeOneLocked() || !workers_.empty()) return;            // else a busy worker takes it next
+  PendingTask none;
+  addWorkerLocked(none, errors);  // core 0, or every thread timed out: one must run it
+}
+
+void PoolImpl::onTimer(void* context) noexcept {
+  auto& item = *static_cast<ScheduledItem*>(context);
+  // Live: its timer fired, and an armed item leaves the list only through
+  // whoever disarms it, which is us now.
+  PoolImpl* pool = item.pinPool();
+  TimerWork work;
+  std::unique_lock lock(pool->mutex_);
+  item.armed = false;
+  --pool->armedCount_;
+  pool->fireLocked(item, work);
+  lock.unlock();
+  work.run(*pool);
+  lock.lock();
+  pool->unpinLocked(lock);
+}
+
+void PoolImpl::unpinLocked(std::unique_lock<std::mutex>& lock) noexcept {
+  timerPins_.fetch_sub(1, std::memory_order_seq_cst);
+  tryTerminateLocked(lock);
+  // The caller releases the lock last: close() frees the pool only after it
+  // has taken the lock and seen TERMINATED.
+}
+
+void PoolImpl::stopTimersLocked(bool now, TimerWork& work, std::vector<PendingTask>* drained) {
+  const bool cancelOneShots = now || !runDelayedAfterShutdown_;
+  const bool endPeriodic = now || !continuePeriodicAfterShutdown_;
+  const char* how = now ? "shutdownNow()" : "shutdown()";
+  for (ScheduledItem* item = liveItems_; item != nullptr;) {
+    ScheduledItem* const next = item->next;
+    const bool periodic = item->isPeriodic();
+    if (periodic ? endPeriodic : cancelOneShots) {
+      if (item->armed && timers_.cancel(item->timer)) {
+        item->armed = false;
+        --armedCount_;
+        if (periodic) {
+          auto* state = static_cast<PeriodicState*>(item);
+          state->addRef();
+          work.end.emplace_back(Ref<PeriodicState>::adopt(state), cancelledByPool(*this, how));
+        } else {
+          work.cancel.push_back(std::move(static_cast<OneShotTimer*>(item)->task));
+        }
+        removeItemLocked(*item, work.release);
+      } else if (periodic && now) {
+        // A run is queued (drained below) or running (its token is
+        // cancelled: it ends the schedule when it returns), or the timer is
+        // firing (onTimer sees STOP).
+        auto* state = static_cast<PeriodicState*>(item);
+        state->addRef();
+        work.tokens.push_back(Ref<PeriodicState>::adopt(state));
+      }
+    }
+    item = next;
+  }
+  if (drained == nullptr) return;
+  // shutdownNow(): the due one-shot tasks are ready tasks that never started,
+  // appended to `drained` (the queue's); queued periodic runs end their
+  // schedules.
+  while (!due_.empty()) {
+    Ref<TaskCore> task = Ref<TaskCore>::adopt(due_.pop());
+    if (task->countsInStats) {
+      drained->push_back(PendingTask(std::move(task)));  // counted by shutdownNow(), with the queue's
+    } else {
+      PeriodicState& state = static_cast<PeriodicRun&>(*task).state();
+      state.addRef();
+      work.end.emplace_back(Ref<PeriodicState>::adopt(&state), cancelledByPool(*this, how));
+      removeItemLocked(state, work.release);  // live while its run is queued
+      work.drop.push_back(std::move(task));
+    }
+  }
+  publishSharedWorkLocked();
+}
+
+void PoolImpl::periodicRunEnded(PeriodicState& state, const std::exception_ptr& error) noexcept {
+  TimerWork work;
+  {
+    std::unique_lock lock(mutex_);
+    const auto endWith = [&](std::exception_ptr how) {
+      state.addRef();
+      work.end.emplace_back(Ref<PeriodicState>::adopt(&state), std::move(how));
+      removeItemLocked(state, work.release);
+    };
+    const bool cancelled = state.cancelRequested.load(std::memory_order_acquire);
+    if (error && isOperationCancelled(error)) {
+      endWith(cancelled ? nullptr : error);
+    } else if (error && !state.options.continueOnError) {
+      endWith(error);
+    } else if (cancelled) {
+      endWith(nullptr);
+    } else if (state_ == PoolState::stop || state_ == PoolState::terminated) {
+      endWith(cancelledByPool(*this, "shutdownNow()"));
+    } else if (state_ == PoolState::shutdown && !continuePeriodicAfterShutdown_) {
+      endWith(cancelledByPool(*this, "shutdown()"));
+    } else {
+      try {
+        armLocked(state, state.nextDeadline(clock_.now()), work);
+      } catch (...) {
+        endWith(std::current_exception());  // the timer could not be armed
+      }
+    }
+  }
+  work.run(*this);
+}
+
+void PoolImpl::periodicRunNotStarted(PeriodicState& state, const std::exception_ptr& error) noexcept {
+  // As a run that threw (the error already reached the handler).
+  periodicRunEnded(state, error);
+}
+
+void PoolImpl::onKeepAliveAlarm(void* context) noexcept {
+  auto* pool = static_cast<PoolImpl*>(context);
+  std::lock_guard lock(pool->mutex_);
+  pool->wakeAllLocked();  // each idle worker reads the clock again
+}
+
+}  // namespace detail
+
+Clock& ThreadPoolExecutor::clock() const noexcept { return impl_->clock_; }
+
+void ThreadPoolExecutor::throwNotPositive(const char* operation, const char* what, double seconds) {
+  throw std::invalid_argument(
+      fmt::format("coexec::ThreadPoolExecutor::{}: {} must be positive, got {} s", operation, what, seconds));
+}
+
+Clock::time_point ThreadPoolExecutor::scheduleTask(PendingTask& task, Clock::time_point deadline) {
+  detail::PoolImpl& p = *impl_;
+  task.core_->owner = &p;
+  auto item = detail::Ref<detail::OneShotTimer>::adopt(new detail::OneShotTimer(task.core_));
+  task.core_->cancelListener = item.copyAs<detail::QueuedCancelListener>();
+  detail::TimerWork work;
+  {
+    std::unique_lock lock(p.mutex_);
+    try {
+      p.addItemLocked(*item, deadline, work);
+    } catch (...) {
+      item->task = detail::Ref<detail::TaskCore>();
+      lock.unlock();
+      work.run(p);
+      task.core_->cancelListener = detail::Ref<detail::QueuedCancelListener>();
+      task = PendingTask();  // settles its Future (BrokenPromise) for whoever kept one
+      throw;
+    }
+  }
+  task.core_ = detail::Ref<detail::TaskCore>();  // the pool holds it now
+  work.run(p);
+  return deadline;
+}
+
+PeriodicHandle ThreadPoolExecutor::schedulePeriodic(std::unique_ptr<detail::PeriodicBody> body,
+                                                    Clock::time_point first, Clock::duration interval,
+                                                    bool fixedRate, PeriodicOptions options) {
+  detail::PoolImpl& p = *impl_;
+  auto state = detail::Ref<detail::PeriodicState>::adopt(
+      new detail::PeriodicState(std::move(body), p.clock_, first, interval, fixedRate, options, &p));
+  Future<void> done(state->completion());
+  detail::TimerWork work;
+  {
+    std::unique_lock lock(p.mutex_);
+    try {
+      p.addItemLocked(*state, first, work);
+    } catch (...) {
+      lock.unlock();
+      work.run(p);
+      throw;
+    }
+  }
+  work.run(p);
+  return PeriodicHandle(state.copyAs<detail::PeriodicControl>(), std::move(done));
+}
+
+}  // namespace coexec
