@@ -4,7 +4,9 @@
 #include <array>
 #include <chrono>
 #include <future>
+#include <thread>
 #include <tuple>
+#include <vector>
 
 #include <asio.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
@@ -135,6 +137,122 @@ void overload(bench::Run& run) {
   run.record("caller share", "%", bench::Better::none, 100.0 * static_cast<double>(callerRan) / static_cast<double>(n));
 }
 
+// W6: timers: asio::steady_timer on an io_context that `threads` threads
+// run (a work guard keeps them in run() while no timer is pending), the
+// peer of a pool of 2. Its reactor (epoll and a timerfd) runs inside run()
+// on one of them: asio needs no timer thread.
+struct IoThreads {
+  explicit IoThreads(std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i)
+      threads.emplace_back([this] { io.run(); });
+  }
+  ~IoThreads() {
+    guard.reset();
+    io.stop();  // a timer left pending by a failed run must not keep the join waiting
+    for (auto& t : threads)
+      t.join();
+  }
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
+  std::vector<std::thread> threads;
+};
+
+/// A timer's handler: marks timer `i` and counts down; an error code other
+/// than `expected` counts in `wrong`.
+struct TimerHandler {
+  bench::Tally& ran;
+  bench::Countdown& done;
+  std::atomic<std::size_t>& wrong;
+  asio::error_code expected;
+  std::size_t i;
+  void operator()(const asio::error_code& ec) const noexcept {
+    // relaxed: the count is read after done.wait(), which orders it.
+    if (ec != expected) wrong.fetch_add(1, std::memory_order_relaxed);
+    ran.hit(i);
+    done.hit();
+  }
+};
+
+// W6.cancel: 1,000,000 timers of one hour, cancelled, in two shapes: each
+// cancelled right after its async_wait(), then all started before the first
+// is cancelled. asio runs every handler exactly once: a cancelled wait's
+// handler runs on the io_context with operation_aborted, and the timing
+// ends when the last has run.
+void timerCancel(bench::Run& run) {
+  const std::size_t n = run.count(1'000'000);
+  bench::Tally ran(n);
+  bench::Countdown done;
+  std::atomic<std::size_t> wrong{0};
+  IoThreads io(2);
+  const asio::error_code aborted = asio::error::operation_aborted;
+  const auto check = [&](std::string_view shape, std::size_t cancelled, const bench::Tally& tally) {
+    bench::expectCount(fmt::format("{}: waits cancelled", shape), cancelled, n);
+    bench::expectCount(fmt::format("{}: handlers without operation_aborted", shape), wrong.load(), 0);
+    tally.expectEach(1, fmt::format("{}: handlers of cancelled waits", shape));
+  };
+
+  std::size_t cancelled = 0;
+  done.reset(n);
+  bench::RssWatch each;
+  run.throughput("each: schedule+cancel", "Mtimers/s", n, [&] {
+    for (std::size_t i = 0; i < n; ++i) {
+      asio::steady_timer timer(io.io, 1h);
+      timer.async_wait(TimerHandler{ran, done, wrong, aborted, i});
+      cancelled += timer.cancel();
+    }
+    done.wait();
+  });
+  run.record("each: peak RSS growth", "MB", bench::Better::lower, each.peakGrowthMb());
+  run.record("each: RSS growth after", "MB", bench::Better::lower, each.growthMb());
+  check("each", cancelled, ran);
+
+  bench::Tally ranBulk(n);
+  cancelled = 0;
+  done.reset(n);
+  bench::RssWatch bulk;
+  std::vector<asio::steady_timer> timers;
+  timers.reserve(n);
+  run.throughput("bulk: schedule+cancel", "Mtimers/s", n, [&] {
+    for (std::size_t i = 0; i < n; ++i) {
+      timers.emplace_back(io.io, 1h);
+      timers.back().async_wait(TimerHandler{ranBulk, done, wrong, aborted, i});
+    }
+    for (auto& timer : timers)
+      cancelled += timer.cancel();
+    done.wait();
+  });
+  std::vector<asio::steady_timer>().swap(timers);  // the caller's timers go; what the io_context keeps stays
+  run.record("bulk: peak RSS growth", "MB", bench::Better::lower, bulk.peakGrowthMb());
+  run.record("bulk: RSS growth after", "MB", bench::Better::lower, bulk.growthMb());
+  check("bulk", cancelled, ranBulk);
+}
+
+// W6.fire: 1,000,000 timers due 0..10 ms after their construction (in a
+// fixed pseudo-random order), each with an async_wait whose handler counts.
+// The timers are kept in a vector reserved beforehand (destroying a timer
+// cancels its wait). Timed from the first timer to the last handler.
+void timerFire(bench::Run& run) {
+  const std::size_t n = run.count(1'000'000);
+  bench::Tally ran(n);
+  bench::Countdown done;
+  std::atomic<std::size_t> wrong{0};
+  IoThreads io(2);
+  std::vector<asio::steady_timer> timers;
+  done.reset(n);
+  bench::RssWatch rss;
+  timers.reserve(n);
+  run.throughput("fire", "Mtimers/s", n, [&] {
+    for (std::size_t i = 0; i < n; ++i) {
+      timers.emplace_back(io.io, bench::spreadDelay(i));
+      timers.back().async_wait(TimerHandler{ran, done, wrong, asio::error_code(), i});
+    }
+    done.wait();
+  });
+  run.record("peak RSS growth", "MB", bench::Better::lower, rss.peakGrowthMb());
+  bench::expectCount("handlers with an error", wrong.load(), 0);
+  ran.expectEach(1, "handlers of fired timers");
+}
+
 // Idle: CPU used by a pool of 2 with nothing to do, after a burst of work.
 void idle(bench::Run& run) {
   bench::Countdown done;
@@ -156,6 +274,15 @@ const bench::Workload kWorkloads[] = {
     {"W4", "fib(25), each call co_spawns both children, awaited with awaitable_operators &&", forkJoin},
     {"W5", "overload: 2 threads, in-flight gate of 1024 (else the producer runs it), 1,000,000 tasks of ~200 ns",
      overload},
+    {"W6.cancel",
+     "1,000,000 steady_timer(io_context, 1h) + async_wait, cancel()led, io_context run by 2 threads: each right "
+     "after its async_wait (each:, one timer object a time), then all started before any is cancelled (bulk:, the "
+     "timers in a vector); timed until every aborted handler ran; RSS as coexec's",
+     timerCancel},
+    {"W6.fire",
+     "1,000,000 steady_timer + async_wait, expiry spread over 0..10 ms, io_context run by 2 threads, the timers kept "
+     "in a vector reserved beforehand, handler counts; timed from the first timer to the last handler",
+     timerFire},
     {"idle", "process CPU of an idle pool of 2 over 2 s, after its spin window", idle},
 };
 

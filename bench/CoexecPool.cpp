@@ -3,6 +3,7 @@
 
 #include <array>
 #include <chrono>
+#include <vector>
 
 #include <coexec/coexec.h>
 
@@ -16,6 +17,7 @@ using bench::fib;
 using bench::hops;
 using coexec::Future;
 using coexec::RejectionPolicy;
+using coexec::ScheduledFuture;
 using coexec::Task;
 using coexec::ThreadPoolExecutor;
 using coexec::WorkQueue;
@@ -121,6 +123,86 @@ void overload(bench::Run& run) {
   run.record("caller share", "%", bench::Better::none, 100.0 * static_cast<double>(callerRan) / static_cast<double>(n));
 }
 
+// W6: timers. The pool's own checks after a workload: no timer left
+// pending, and `admitted` tasks counted in taskCount (a timer's task counts
+// when it becomes due, so a cancelled one never).
+void expectTimersSettled(const ThreadPoolExecutor& pool, std::size_t admitted) {
+  const coexec::PoolStats stats = pool.stats();
+  bench::expectCount("timers still pending (scheduledCount)", stats.scheduledCount, 0);
+  bench::expectCount("tasks admitted (taskCount)", stats.taskCount, admitted);
+}
+
+// W6.cancel: 1,000,000 timers of one hour, cancelled, in two shapes: each
+// cancelled right after its schedule(), then all scheduled before the first
+// is cancelled. Future::cancel() settles the Future and removes the timer on
+// the calling thread: no pool thread takes part and the callable never runs.
+void timerCancel(bench::Run& run) {
+  const std::size_t n = run.count(1'000'000);
+  bench::Tally ran(n);
+  Pool p(2);
+  const auto timer = [&](std::size_t i) { return p.pool.schedule([&ran, i] { ran.hit(i); }, 1h); };
+  const auto check = [&](std::string_view shape, std::size_t cancelled) {
+    bench::expectCount(fmt::format("{}: timers cancelled", shape), cancelled, n);
+    ran.expectEach(0, fmt::format("{}: callables of cancelled timers", shape));
+    expectTimersSettled(p.pool, 0);
+  };
+
+  std::size_t cancelled = 0;
+  bench::RssWatch each;
+  run.throughput("each: schedule+cancel", "Mtimers/s", n, [&] {
+    for (std::size_t i = 0; i < n; ++i) {
+      ScheduledFuture<void> f = timer(i);
+      cancelled += f.cancel() && f.isCancelled() ? 1 : 0;
+    }
+  });
+  run.record("each: peak RSS growth", "MB", bench::Better::lower, each.peakGrowthMb());
+  run.record("each: RSS growth after", "MB", bench::Better::lower, each.growthMb());
+  check("each", cancelled);
+
+  cancelled = 0;
+  bench::RssWatch bulk;
+  std::vector<ScheduledFuture<void>> futures;
+  futures.reserve(n);
+  run.throughput("bulk: schedule+cancel", "Mtimers/s", n, [&] {
+    for (std::size_t i = 0; i < n; ++i)
+      futures.push_back(timer(i));
+    bench::expectCount("bulk: timers pending (scheduledCount)", p.pool.stats().scheduledCount, n);
+    for (auto& f : futures)
+      cancelled += f.cancel() && f.isCancelled() ? 1 : 0;
+  });
+  std::vector<ScheduledFuture<void>>().swap(futures);  // the caller's handles go; what the pool keeps stays
+  run.record("bulk: peak RSS growth", "MB", bench::Better::lower, bulk.peakGrowthMb());
+  run.record("bulk: RSS growth after", "MB", bench::Better::lower, bulk.growthMb());
+  check("bulk", cancelled);
+}
+
+// W6.fire: 1,000,000 timers due 0..10 ms after their schedule() (in a fixed
+// pseudo-random order), each running a trivial callable; their Futures are
+// dropped (a Future's destructor does not cancel). Timed from the first
+// schedule() to the last run.
+void timerFire(bench::Run& run) {
+  const std::size_t n = run.count(1'000'000);
+  bench::Tally ran(n);
+  bench::Countdown done;
+  Pool p(2);
+  done.reset(n);
+  bench::RssWatch rss;
+  run.throughput("fire", "Mtimers/s", n, [&] {
+    for (std::size_t i = 0; i < n; ++i) {
+      (void)p.pool.schedule(
+          [&ran, &done, i] {
+            ran.hit(i);
+            done.hit();
+          },
+          bench::spreadDelay(i));
+    }
+    done.wait();
+  });
+  run.record("peak RSS growth", "MB", bench::Better::lower, rss.peakGrowthMb());
+  ran.expectEach(1, "callables of fired timers");
+  expectTimersSettled(p.pool, n);
+}
+
 // Idle: CPU used by a pool of 2 with nothing to do, after a burst of work.
 void idle(bench::Run& run) {
   bench::Countdown done;
@@ -141,6 +223,15 @@ const bench::Workload kWorkloads[] = {
     {"W3.chain", "a chain of 200,000 tasks, each execute()s the next", taskChain},
     {"W4", "fib(25), each call submit()s both children (Task) and co_awaits their Futures", forkJoin},
     {"W5", "overload: core=max=2, bounded(1024), callerRuns, 1,000,000 tasks of ~200 ns", overload},
+    {"W6.cancel",
+     "1,000,000 schedule(f, 1h) on a pool of 2, cancel()led: each right after its schedule (each:), then all "
+     "scheduled before any is cancelled (bulk:); cancel() removes the timer on the calling thread, f never runs; RSS "
+     "from /proc/self/status, growth over the run (peak) and left after it with the pool alive and the Futures gone",
+     timerCancel},
+    {"W6.fire",
+     "1,000,000 schedule(f, d) on a pool of 2 (plus its timer thread), d spread over 0..10 ms, Futures dropped, "
+     "f counts; timed from the first schedule to the last run",
+     timerFire},
     {"idle", "process CPU of an idle pool of 2 over 2 s, after its spin window", idle},
 };
 

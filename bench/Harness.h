@@ -3,10 +3,11 @@
 // The one harness every benchmark binary shares (STYLE.md, "Benchmarks").
 //
 // Measuring side (bench_coexec, bench_asio, bench_tbb): a binary is a table
-// of workloads; the harness parses `<workload|all|list|calibrate> [runs]
-// [scale]`, does a warm-up run (at a tenth of the scale), then `runs` runs,
-// and owns all timing: a workload only says what to time (Run::throughput,
-// perOp, duration, rounds, idleCpu). Each sample goes to stdout as CSV
+// of workloads; the harness parses `<workload|group|all|list|calibrate>
+// [runs] [scale]`, does a warm-up run (at a tenth of the scale), then `runs`
+// runs, and owns all timing: a workload only says what to time
+// (Run::throughput, perOp, duration, rounds, idleCpu; RssWatch for
+// memory). Each sample goes to stdout as CSV
 // (`impl,workload,metric,unit,better,value`) and a per-binary summary to
 // stderr. run.sh interleaves the binaries run by run.
 //
@@ -34,12 +35,17 @@
 #include <map>
 #include <span>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include <fmt/core.h>
+
+#if defined(__GLIBC__)
+#include <malloc.h>  // malloc_trim, for RssWatch
+#endif
 
 #if __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
@@ -156,6 +162,92 @@ class Gate {
  private:
   std::size_t limit_;
   alignas(64) std::atomic<std::size_t> inFlight_{0};
+};
+
+/// How often each of `n` callbacks ran, to check that every one ran exactly
+/// as often as it should (W6: a timer's handler exactly once; a cancelled
+/// coexec task never).
+///
+/// Thread safety: hit() from any thread; expectEach() once the callbacks are
+/// done. Memory ordering: relaxed counts; expectEach() sees them all when the
+/// caller has synchronised with every hit() since (a Countdown::wait() on a
+/// count hit after each of them).
+class Tally {
+ public:
+  explicit Tally(std::size_t n) : hits_(n) {}
+  /// Never blocks.
+  void hit(std::size_t i) noexcept { hits_[i].fetch_add(1, std::memory_order_relaxed); }
+  /// \throws std::runtime_error naming the first callback that did not run
+  /// `expected` times, and how many did not.
+  void expectEach(unsigned expected, std::string_view what) const {
+    std::size_t wrong = 0, first = 0;
+    unsigned firstCount = 0;
+    for (std::size_t i = 0; i < hits_.size(); ++i) {
+      const unsigned count = hits_[i].load(std::memory_order_relaxed);
+      if (count == expected) continue;
+      if (wrong++ == 0) {
+        first = i;
+        firstCount = count;
+      }
+    }
+    if (wrong > 0) {
+      throw std::runtime_error(fmt::format("{}: {} of {} ran other than {} time(s); #{} ran {} time(s)", what, wrong,
+                                           hits_.size(), expected, first, firstCount));
+    }
+  }
+
+ private:
+  std::vector<std::atomic<std::uint8_t>> hits_;
+};
+
+/// Throws std::runtime_error if `actual != expected`: the counts a workload
+/// checks (timers scheduled, cancelled, fired) must add up, or the binary
+/// fails.
+inline void expectCount(std::string_view what, std::size_t actual, std::size_t expected) {
+  if (actual != expected) throw std::runtime_error(fmt::format("{}: {}, expected {}", what, actual, expected));
+}
+
+/// W6.fire: the delay of timer `i`, spread over 0..10 ms in a fixed
+/// pseudo-random order (the same in every binary), so that timers are not
+/// scheduled in deadline order.
+inline std::chrono::microseconds spreadDelay(std::size_t i) noexcept {
+  return std::chrono::microseconds((i * 2654435761ULL) % 10'001);
+}
+
+/// The resident set of this process across a piece of work, from
+/// /proc/self/status (Linux). Creating one returns the allocator's free
+/// memory to the system (glibc's malloc_trim: so that a run does not reuse
+/// what an earlier run or the warm-up left with the allocator), resets the
+/// process's peak resident set (VmHWM, through /proc/self/clear_refs) and
+/// reads the current one; peakGrowthMb() is the peak since then minus that,
+/// growthMb() the resident set now minus that. Both include what the
+/// allocator holds but has not returned to the system.
+///
+/// Thread safety: one thread uses it; it measures the whole process.
+class RssWatch {
+ public:
+  /// \throws std::runtime_error if the peak cannot be reset or read.
+  RssWatch() {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+    std::ofstream clear("/proc/self/clear_refs");
+    if (!(clear << "5" << std::flush)) throw std::runtime_error("cannot reset the peak RSS (/proc/self/clear_refs)");
+    clear.close();
+    before_ = statusKb("VmRSS:");
+  }
+  [[nodiscard]] double peakGrowthMb() const { return static_cast<double>(statusKb("VmHWM:") - before_) / 1024; }
+  [[nodiscard]] double growthMb() const { return static_cast<double>(statusKb("VmRSS:") - before_) / 1024; }
+
+ private:
+  static long statusKb(std::string_view field) {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.starts_with(field)) return std::atol(line.c_str() + field.size());
+    throw std::runtime_error(fmt::format("no {} in /proc/self/status", field));
+  }
+
+  long before_ = 0;
 };
 
 /// True on the thread that runs the workload (the producer): a task that
@@ -320,8 +412,15 @@ struct Workload {
   std::function<void(Run&)> body;
 };
 
-/// The main() of a measuring binary: `<workload|all|list|calibrate> [runs=5]
-/// [scale=1]`. Samples go to stdout as CSV, a summary to stderr.
+/// True if `name` is `which` or in the group `which` names: "W6" selects
+/// "W6.cancel" and "W6.fire".
+inline bool inGroup(std::string_view name, std::string_view which) {
+  return name == which || (name.size() > which.size() && name.starts_with(which) && name[which.size()] == '.');
+}
+
+/// The main() of a measuring binary: `<workload|group|all|list|calibrate>
+/// [runs=5] [scale=1]` (a group: the workloads named `group.*`). Samples go
+/// to stdout as CSV, a summary to stderr.
 inline int main(std::string_view impl, std::span<const Workload> workloads, int argc, char** argv) {
   const std::string_view which = argc > 1 ? argv[1] : "list";
   const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
@@ -336,14 +435,14 @@ inline int main(std::string_view impl, std::span<const Workload> workloads, int 
     return 0;
   }
   if (runs < 1 || !(scale > 0)) {
-    fmt::print(stderr, "usage: {} <workload|all|list|calibrate> [runs=5] [scale=1]\n", argv[0]);
+    fmt::print(stderr, "usage: {} <workload|group|all|list|calibrate> [runs=5] [scale=1]\n", argv[0]);
     return 2;
   }
   const bool warmUp = RUNNING_ON_VALGRIND == 0 && std::getenv("BENCH_NO_WARMUP") == nullptr;
   isProducer() = true;
   bool found = false;
   for (const auto& w : workloads) {
-    if (which != "all" && which != w.name) continue;
+    if (which != "all" && !inGroup(w.name, which)) continue;
     found = true;
     try {
       if (warmUp) {

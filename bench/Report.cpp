@@ -25,6 +25,13 @@ int main(int argc, char** argv) {
       {"alloc", "execute 8 B callable", "", 0, 0, "zero heap allocations per execute of a small callable"},
       {"alloc", "execute 48 B callable", "", 0, 0, "zero heap allocations per execute of a 48-byte callable"},
       {"idle", "idle CPU", "", 0, 0.1, "idle CPU zero after the spin window (<= 0.1 % of a core)"},
+      {"W6.cancel", "each: schedule+cancel", "asio", 1.0, inf,
+       "W6: timer rate >= asio's, schedule+cancel one at a time"},
+      {"W6.cancel", "bulk: schedule+cancel", "asio", 1.0, inf,
+       "W6: timer rate >= asio's, 1,000,000 scheduled then cancelled"},
+      {"W6.fire", "fire", "asio", 1.0, inf, "W6: timer rate >= asio's, 1,000,000 short timers fired"},
+      {"W6.cancel", "each: peak RSS growth", "", -inf, 4, "W6: RSS flat: 1,000,000 schedule+cancel peak below 4 MB"},
+      {"W6.cancel", "each: RSS growth after", "", -inf, 4, "W6: RSS flat: 1,000,000 schedule+cancel leave below 4 MB"},
   };
   return bench::reportMain(argc, argv, goals);
 }

@@ -13,10 +13,14 @@
 # docs/perf/latest.svg, copied into docs/performance.md and summarised in
 # README.md by bench/splice.sh.
 #
+# A workload an implementation lacks (oneTBB has no timers: W6) is not run
+# on it; its column shows '-'.
+#
 # Environment: BENCH_RUNS (default 5), BENCH_SCALE (default 1: the issue's
-# sizes), BENCH_WORKLOADS (default "W1.1 W1.2 W2 W3.coro W3.chain W4 W5"),
-# BENCH_CALLGRIND=0 to skip callgrind, BENCH_TIMEOUT (seconds per binary run,
-# default 120).
+# sizes), BENCH_WORKLOADS (default "W1.1 W1.2 W2 W3.coro W3.chain W4 W5
+# W6.cancel W6.fire"; a group name such as W6 runs W6.cancel and W6.fire in
+# one process), BENCH_CALLGRIND=0 to skip callgrind, BENCH_TIMEOUT (seconds
+# per binary run, default 120).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +29,7 @@ build=${1:-build/release}
 bin=$build/bench
 runs=${BENCH_RUNS:-5}
 scale=${BENCH_SCALE:-1}
-read -r -a workloads <<<"${BENCH_WORKLOADS:-W1.1 W1.2 W2 W3.coro W3.chain W4 W5}"
+read -r -a workloads <<<"${BENCH_WORKLOADS:-W1.1 W1.2 W2 W3.coro W3.chain W4 W5 W6.cancel W6.fire}"
 limit=${BENCH_TIMEOUT:-120}
 impls=(coexec asio tbb)
 
@@ -58,6 +62,11 @@ measure() {
   fi
 }
 
+# True if bench_$1 has workload $2, or one of group $2 (W6: W6.cancel, W6.fire).
+has() {
+  "$bin/bench_$1" list | awk -v w="$2" '$1 == w || index($1, w ".") == 1 { found = 1 } END { exit !found }'
+}
+
 # The same CPU work per task in every binary.
 BENCH_SPIN_PER_US=$("$bin/bench_coexec" calibrate)
 export BENCH_SPIN_PER_US
@@ -66,9 +75,18 @@ echo "  (burn loop: ${BENCH_SPIN_PER_US} iterations/us; raw samples: $samples, l
 
 for w in "${workloads[@]}"; do
   t0=$SECONDS
+  present=()
+  for impl in "${impls[@]}"; do
+    if has "$impl" "$w"; then present+=("$impl"); else echo "  ($impl has no $w: not run, its column shows '-')"; fi
+  done
+  if ((${#present[@]} == 0)); then
+    echo "  warning: no benchmark binary has a workload $w (try bench_coexec list)"
+    failures=$((failures + 1))
+    continue
+  fi
   for ((r = 1; r <= runs; r++)); do
-    for ((k = 0; k < ${#impls[@]}; k++)); do
-      impl=${impls[$(((r + k) % ${#impls[@]}))]}
+    for ((k = 0; k < ${#present[@]}; k++)); do
+      impl=${present[$(((r + k) % ${#present[@]}))]}
       measure "$r" "$impl" "$impl" "$w" 1 "$scale"
     done
   done
