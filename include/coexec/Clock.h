@@ -61,9 +61,12 @@ class COEXEC_EXPORT SteadyClock final : public Clock {
 /// callback schedules and that is due by the new time fires in the same
 /// call. Once every due timer has run, now() reads the new time.
 ///
-/// In this release no public part of coexec takes a clock yet: pools and
-/// sleepFor() use the steady clock, and a ManualClock drives only coexec's
-/// internal timer service. Pools will take a clock with scheduled tasks.
+/// A pool takes a clock in ThreadPoolOptions::clock: with a ManualClock, its
+/// scheduled tasks become due, its idle threads time out (keepAliveTime) and
+/// sleeps in its coroutines end only when advance() reaches them. A timer
+/// "fires" by handing its work to the pool inside advance(); the work then
+/// runs on a pool thread, so a test waits for it (its Future) before it
+/// looks (see docs/time.md).
 ///
 /// \par Thread safety
 /// now() may be called from any thread, concurrently with advance().

@@ -208,7 +208,8 @@ class COEXEC_EXPORT ThreadPoolExecutor {
     using R = detail::SubmitResult<std::decay_t<F>>;
     PendingTask task = makeTask<true>(std::forward<F>(f), 0, "schedule");
     Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
-    const Clock::time_point deadline = scheduleTask(task, detail::deadlineOn(clock().now(), delay));
+    const Clock::time_point now = clock().now();
+    const Clock::time_point deadline = scheduleTask(task, detail::deadlineOn(now, delay), now);
     return ScheduledFuture<R>(std::move(future), deadline, clock());
   }
 
@@ -247,8 +248,9 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   PeriodicHandle scheduleAtFixedRate(F&& f, std::chrono::duration<Rep1, Period1> initialDelay,
                                      std::chrono::duration<Rep2, Period2> period, PeriodicOptions options = {}) {
     const Clock::duration every = positiveInterval(period, "scheduleAtFixedRate", "period");
+    const Clock::time_point now = clock().now();
     return schedulePeriodic(makePeriodicBody(std::forward<F>(f), "scheduleAtFixedRate"),
-                            detail::deadlineOn(clock().now(), initialDelay), every, /*fixedRate=*/true, options);
+                            detail::deadlineOn(now, initialDelay), now, every, /*fixedRate=*/true, options);
   }
 
   /// Runs `f()` (or `f(token)`) on the pool periodically: first when
@@ -260,8 +262,9 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   PeriodicHandle scheduleWithFixedDelay(F&& f, std::chrono::duration<Rep1, Period1> initialDelay,
                                         std::chrono::duration<Rep2, Period2> delay, PeriodicOptions options = {}) {
     const Clock::duration gap = positiveInterval(delay, "scheduleWithFixedDelay", "delay");
+    const Clock::time_point now = clock().now();
     return schedulePeriodic(makePeriodicBody(std::forward<F>(f), "scheduleWithFixedDelay"),
-                            detail::deadlineOn(clock().now(), initialDelay), gap, /*fixedRate=*/false, options);
+                            detail::deadlineOn(now, initialDelay), now, gap, /*fixedRate=*/false, options);
   }
 
   /// The clock the pool reads time from (ThreadPoolOptions::clock, or
@@ -396,10 +399,12 @@ class COEXEC_EXPORT ThreadPoolExecutor {
     return detail::saturatingDuration(d);
   }
   [[noreturn]] static void throwNotPositive(const char* operation, const char* what, double seconds);
-  /// Arms the timer of a task from schedule(); returns its deadline.
-  Clock::time_point scheduleTask(PendingTask& task, Clock::time_point deadline);
+  /// Arms the timer of a task from schedule() (`now`: the clock's time the
+  /// deadline was computed from); returns its deadline.
+  Clock::time_point scheduleTask(PendingTask& task, Clock::time_point deadline, Clock::time_point now);
   PeriodicHandle schedulePeriodic(std::unique_ptr<detail::PeriodicBody> body, Clock::time_point first,
-                                  Clock::duration interval, bool fixedRate, PeriodicOptions options);
+                                  Clock::time_point now, Clock::duration interval, bool fixedRate,
+                                  PeriodicOptions options);
 
   void admit(PendingTask task);
   /// Admission without the policy: takes `task` and returns true, or leaves it

@@ -36,6 +36,8 @@ class OneShotTimer;
 class PeriodicState;
 class PeriodicRun;
 struct TimerWork;
+template <class T, std::size_t N>
+class SmallList;
 
 /// Prints an exception nobody else can take (a throwing hook or handler) to
 /// stderr with its context. Never throws.
@@ -384,16 +386,16 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
 
   /// Requires: mutex_ held. Makes `item` live (the list takes a reference)
   /// and arms its timer for `deadline`, or hands its work over at once if it
-  /// is already due. \throws RejectedExecution if the pool is shut down
+  /// is already due by `now`. \throws RejectedExecution if the pool is shut down
   /// (counted); what the timer service throws (the item is then not live).
-  void addItemLocked(ScheduledItem& item, Clock::time_point deadline, TimerWork& work);
+  void addItemLocked(ScheduledItem& item, Clock::time_point deadline, Clock::time_point now, TimerWork& work);
   /// Requires: mutex_ held; `item` live and not armed. Arms its timer (or
-  /// hands its work over at once if due). \throws what the timer service
-  /// throws.
-  void armLocked(ScheduledItem& item, Clock::time_point deadline, TimerWork& work);
+  /// hands its work over at once if due by `now`, the clock's time read by
+  /// the caller). \throws what the timer service throws.
+  void armLocked(ScheduledItem& item, Clock::time_point deadline, Clock::time_point now, TimerWork& work);
   /// Requires: mutex_ held; `item` live. Takes it off the live list; the
   /// list's reference goes to `released` (dropped after unlocking).
-  void removeItemLocked(ScheduledItem& item, std::vector<ScheduledItem*>& released) noexcept;
+  void removeItemLocked(ScheduledItem& item, SmallList<ScheduledItem*, 2>& released) noexcept;
   /// Requires: mutex_ held; `item` live and not armed (its timer fired, or
   /// it was due at once). Hands its work over: a one-shot's task to due_
   /// (the item leaves the list), a periodic schedule's next run to due_, or

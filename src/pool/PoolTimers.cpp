@@ -51,8 +51,7 @@ void TimerWork::run(PoolImpl& pool) noexcept {
   end.clear();
   cancel.clear();
   drop.clear();
-  for (ScheduledItem* item : release)
-    item->releaseItem();
+  release.forEach([](ScheduledItem* item) { item->releaseItem(); });
   release.clear();
   pool.reportFactoryErrors(errors);
 }
@@ -93,9 +92,11 @@ void OneShotTimer::queuedTaskCancelled() noexcept {
     pool->removeItemLocked(*this, work.release);
   }
   // Otherwise the timer is firing: onTimer finds the task done and drops it.
-  lock.unlock();
-  work.run(*pool);
-  lock.lock();
+  // What is left to do needs no unlocking: the task's reference is not the
+  // last (whoever cancels holds one), and the item's neither (the task's).
+  work.drop.clear();
+  work.release.forEach([](ScheduledItem* released) { released->releaseItem(); });
+  work.release.clear();
   pool->unpinLocked(lock);
 }
 
@@ -209,7 +210,8 @@ PeriodicRun::PeriodicRun(Ref<PeriodicState> state, PoolImpl& pool)
 
 TimerService* PoolImpl::timerService() noexcept { return &timers_; }
 
-void PoolImpl::addItemLocked(ScheduledItem& item, Clock::time_point deadline, TimerWork& work) {
+void PoolImpl::addItemLocked(ScheduledItem& item, Clock::time_point deadline, Clock::time_point now,
+                             TimerWork& work) {
   if (state_ != PoolState::running) {
     ++rejected_;
     throw RejectedExecution("the pool is shut down and accepts no new scheduled tasks", statsLocked());
@@ -228,14 +230,14 @@ void PoolImpl::addItemLocked(ScheduledItem& item, Clock::time_point deadline, Ti
     item.pool = this;
   }
   try {
-    armLocked(item, deadline, work);
+    armLocked(item, deadline, now, work);
   } catch (...) {
     removeItemLocked(item, work.release);
     throw;
   }
 }
 
-void PoolImpl::removeItemLocked(ScheduledItem& item, std::vector<ScheduledItem*>& released) noexcept {
+void PoolImpl::removeItemLocked(ScheduledItem& item, SmallList<ScheduledItem*, 2>& released) noexcept {
   if (item.prev != nullptr) {
     item.prev->next = item.next;
   } else {
@@ -251,9 +253,9 @@ void PoolImpl::removeItemLocked(ScheduledItem& item, std::vector<ScheduledItem*>
   released.push_back(&item);
 }
 
-void PoolImpl::armLocked(ScheduledItem& item, Clock::time_point deadline, TimerWork& work) {
+void PoolImpl::armLocked(ScheduledItem& item, Clock::time_point deadline, Clock::time_point now, TimerWork& work) {
   if (item.isPeriodic()) static_cast<PeriodicState&>(item).setNextRun(deadline);
-  if (deadline <= clock_.now()) {
+  if (deadline <= now) {
     fireLocked(item, work);  // due already: no timer
     return;
   }
@@ -325,9 +327,16 @@ void PoolImpl::onTimer(void* context) noexcept {
   item.armed = false;
   --pool->armedCount_;
   pool->fireLocked(item, work);
-  lock.unlock();
-  work.run(*pool);
-  lock.lock();
+  if (!work.onlyReleases()) {
+    lock.unlock();
+    work.run(*pool);
+    lock.lock();
+  } else {
+    // The common case (the work went to due_): one lock for it all. The
+    // item's other owner (the task's cancelListener, the run) keeps it.
+    work.release.forEach([](ScheduledItem* released) { released->releaseItem(); });
+    work.release.clear();
+  }
   pool->unpinLocked(lock);
 }
 
@@ -409,7 +418,8 @@ void PoolImpl::periodicRunEnded(PeriodicState& state, const std::exception_ptr& 
       endWith(cancelledByPool(*this, "shutdown()"));
     } else {
       try {
-        armLocked(state, state.nextDeadline(clock_.now()), work);
+        const Clock::time_point now = clock_.now();
+        armLocked(state, state.nextDeadline(now), now, work);
       } catch (...) {
         endWith(std::current_exception());  // the timer could not be armed
       }
@@ -438,7 +448,8 @@ void ThreadPoolExecutor::throwNotPositive(const char* operation, const char* wha
       fmt::format("coexec::ThreadPoolExecutor::{}: {} must be positive, got {} s", operation, what, seconds));
 }
 
-Clock::time_point ThreadPoolExecutor::scheduleTask(PendingTask& task, Clock::time_point deadline) {
+Clock::time_point ThreadPoolExecutor::scheduleTask(PendingTask& task, Clock::time_point deadline,
+                                                   Clock::time_point now) {
   detail::PoolImpl& p = *impl_;
   task.core_->owner = &p;
   auto item = detail::Ref<detail::OneShotTimer>::adopt(new detail::OneShotTimer(task.core_));
@@ -447,7 +458,7 @@ Clock::time_point ThreadPoolExecutor::scheduleTask(PendingTask& task, Clock::tim
   {
     std::unique_lock lock(p.mutex_);
     try {
-      p.addItemLocked(*item, deadline, work);
+      p.addItemLocked(*item, deadline, now, work);
     } catch (...) {
       item->task = detail::Ref<detail::TaskCore>();
       lock.unlock();
@@ -463,8 +474,9 @@ Clock::time_point ThreadPoolExecutor::scheduleTask(PendingTask& task, Clock::tim
 }
 
 PeriodicHandle ThreadPoolExecutor::schedulePeriodic(std::unique_ptr<detail::PeriodicBody> body,
-                                                    Clock::time_point first, Clock::duration interval,
-                                                    bool fixedRate, PeriodicOptions options) {
+                                                    Clock::time_point first, Clock::time_point now,
+                                                    Clock::duration interval, bool fixedRate,
+                                                    PeriodicOptions options) {
   detail::PoolImpl& p = *impl_;
   auto state = detail::Ref<detail::PeriodicState>::adopt(
       new detail::PeriodicState(std::move(body), p.clock_, first, interval, fixedRate, options, &p));
@@ -473,7 +485,7 @@ PeriodicHandle ThreadPoolExecutor::schedulePeriodic(std::unique_ptr<detail::Peri
   {
     std::unique_lock lock(p.mutex_);
     try {
-      p.addItemLocked(*state, first, work);
+      p.addItemLocked(*state, first, now, work);
     } catch (...) {
       lock.unlock();
       work.run(p);

@@ -17,6 +17,7 @@
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
+#include "scheduler/SpinWait.h"
 #include "scheduler/TimerService.h"
 
 namespace coexec::detail {
@@ -52,7 +53,21 @@ class ScheduledItem {
   ScheduledItem* prev = nullptr;  // the pool's list of live items
   ScheduledItem* next = nullptr;
 
-  std::mutex guard;
+  /// A one-byte lock for `pool` (held for a few instructions; a std::mutex
+  /// would make the item 40 bytes larger, per pending timer).
+  class Guard {
+   public:
+    void lock() noexcept {
+      while (locked_.exchange(true, std::memory_order_acquire)) {
+        while (locked_.load(std::memory_order_relaxed)) cpuRelax();
+      }
+    }
+    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+   private:
+    std::atomic<bool> locked_{false};
+  };
+  Guard guard;
   PoolImpl* pool = nullptr;  // set while live; guarded by `guard`
 
  protected:
@@ -62,7 +77,7 @@ class ScheduledItem {
 /// A task from schedule() while it waits for its deadline. The task holds a
 /// reference to it (TaskCore::cancelListener) so that cancelling the Future
 /// removes the timer at once.
-class OneShotTimer final : public QueuedCancelListener, public ScheduledItem {
+class OneShotTimer final : public QueuedCancelListener, public ScheduledItem, public Recycled {
  public:
   explicit OneShotTimer(Ref<TaskCore> task) noexcept : task(std::move(task)) {}
   void retainItem() noexcept override { addRef(); }
@@ -148,19 +163,59 @@ class PeriodicRun final : public TaskCore {
   PoolImpl& pool_;
 };
 
+/// A list that holds its first N elements in place: most timer operations
+/// collect one item or none, and must not allocate for it.
+template <class T, std::size_t N>
+class SmallList {
+ public:
+  void push_back(T value) {
+    if (size_ < N) {
+      inline_[size_++] = std::move(value);
+    } else {
+      more_.push_back(std::move(value));
+      ++size_;
+    }
+  }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  template <class F>
+  void forEach(F&& f) {
+    for (std::size_t i = 0; i < size_ && i < N; ++i)
+      f(inline_[i]);
+    for (T& value : more_)
+      f(value);
+  }
+  void clear() noexcept {
+    for (std::size_t i = 0; i < size_ && i < N; ++i)
+      inline_[i] = T();
+    more_.clear();
+    size_ = 0;
+  }
+
+ private:
+  T inline_[N]{};
+  std::vector<T> more_;
+  std::size_t size_ = 0;
+};
+
 /// What a timer operation must do once the pool's lock is released: user
 /// code (settling Futures and handles, token callbacks, destroying tasks)
 /// never runs under it.
 struct TimerWork {
   std::vector<std::pair<Ref<PeriodicState>, std::exception_ptr>> end;  // schedules to end, and how (null: normally)
   std::vector<Ref<TaskCore>> cancel;                                   // one-shot tasks to cancel
-  std::vector<Ref<TaskCore>> drop;                                     // references to drop
-  std::vector<ScheduledItem*> release;                                 // the live list's references to drop
+  SmallList<Ref<TaskCore>, 1> drop;                                    // references to drop
+  SmallList<ScheduledItem*, 2> release;                                // the live list's references to drop
   std::vector<Ref<PeriodicState>> tokens;                              // schedules whose run token to cancel
   std::vector<std::exception_ptr> errors;                              // thread factory failures to report
 
   /// Does it all, in that order; without the pool's lock. Never throws.
   void run(PoolImpl& pool) noexcept;
+  /// Nothing to do but dropping the list's references (which may be done
+  /// under the lock: the items' other owners keep them, or nothing of the
+  /// user's is left in them).
+  [[nodiscard]] bool onlyReleases() const noexcept {
+    return end.empty() && cancel.empty() && drop.empty() && tokens.empty() && errors.empty();
+  }
 };
 
 }  // namespace coexec::detail

@@ -89,16 +89,14 @@ TimerId TimerService::schedule(Clock::time_point deadline, Callback callback, vo
       free_.pop_back();
     }
     Slot& slot = slots_[index];
-    slot.deadline = deadline;
-    slot.sequence = sequence;
     slot.callback = callback;
     slot.context = context;
-    heap_.push_back(index);
+    heap_.push_back(HeapEntry{deadline, sequence, index});
     slot.heapIndex = static_cast<std::uint32_t>(heap_.size() - 1);
     siftUp(heap_.size() - 1);
     id = TimerId{index, slot.generation};
     // Wake the thread only if it sleeps past this timer's deadline.
-    wake = manual_ == nullptr && heap_.front() == index && deadline < sleepingUntil_;
+    wake = manual_ == nullptr && heap_.front().slot == index && deadline < sleepingUntil_;
   }
   if (wake) wake_.notify_one();
   return id;
@@ -137,19 +135,13 @@ std::uint64_t TimerService::wakeUpCount() const noexcept {
 
 // ---- heap (Requires: mutex_ held) ----------------------------------------------
 
-bool TimerService::earlier(std::uint32_t a, std::uint32_t b) const noexcept {
-  const Slot& x = slots_[a];
-  const Slot& y = slots_[b];
-  return x.deadline < y.deadline || (x.deadline == y.deadline && x.sequence < y.sequence);
-}
-
-void TimerService::place(std::size_t index, std::uint32_t slot) noexcept {
-  heap_[index] = slot;
-  slots_[slot].heapIndex = static_cast<std::uint32_t>(index);
+void TimerService::place(std::size_t index, const HeapEntry& entry) noexcept {
+  heap_[index] = entry;
+  slots_[entry.slot].heapIndex = static_cast<std::uint32_t>(index);
 }
 
 void TimerService::siftUp(std::size_t index) noexcept {
-  const std::uint32_t moving = heap_[index];
+  const HeapEntry moving = heap_[index];
   while (index > 0) {
     const std::size_t parent = (index - 1) / 2;
     if (!earlier(moving, heap_[parent])) break;
@@ -160,7 +152,7 @@ void TimerService::siftUp(std::size_t index) noexcept {
 }
 
 void TimerService::siftDown(std::size_t index) noexcept {
-  const std::uint32_t moving = heap_[index];
+  const HeapEntry moving = heap_[index];
   const std::size_t size = heap_.size();
   while (true) {
     std::size_t child = 2 * index + 1;
@@ -174,13 +166,13 @@ void TimerService::siftDown(std::size_t index) noexcept {
 }
 
 void TimerService::removeAt(std::size_t index) noexcept {
-  const std::uint32_t removed = heap_[index];
-  const std::uint32_t last = heap_.back();
+  const std::uint32_t removed = heap_[index].slot;
+  const HeapEntry last = heap_.back();
   heap_.pop_back();
   if (index < heap_.size()) {
     place(index, last);
     siftDown(index);
-    siftUp(slots_[last].heapIndex);
+    siftUp(slots_[last.slot].heapIndex);
   }
   Slot& slot = slots_[removed];
   slot.heapIndex = kNotInHeap;
@@ -196,8 +188,7 @@ void TimerService::removeAt(std::size_t index) noexcept {
 std::optional<TimerService::Due> TimerService::earliest() const noexcept {
   std::lock_guard lock(mutex_);
   if (heap_.empty()) return std::nullopt;
-  const Slot& top = slots_[heap_.front()];
-  return Due{top.deadline, top.sequence};
+  return Due{heap_.front().deadline, heap_.front().sequence};
 }
 
 bool TimerService::fireEarliest(Clock::time_point limit) noexcept {
@@ -205,8 +196,8 @@ bool TimerService::fireEarliest(Clock::time_point limit) noexcept {
   void* context;
   {
     std::lock_guard lock(mutex_);
-    if (heap_.empty() || slots_[heap_.front()].deadline > limit) return false;
-    const Slot& top = slots_[heap_.front()];
+    if (heap_.empty() || heap_.front().deadline > limit) return false;
+    const Slot& top = slots_[heap_.front().slot];
     callback = top.callback;
     context = top.context;
     removeAt(0);
@@ -216,29 +207,42 @@ bool TimerService::fireEarliest(Clock::time_point limit) noexcept {
 }
 
 void TimerService::run() noexcept {
+  // Due timers are taken in batches: one lock for up to kBatch of them, then
+  // their callbacks, in deadline order, without the lock. A timer of the
+  // batch is firing from then on (cancel() returns false).
+  struct Firing {
+    Callback callback;
+    void* context;
+  };
+  constexpr std::size_t kBatch = 64;
+  Firing batch[kBatch];
   std::unique_lock lock(mutex_);
   while (!stopping_) {
-    if (heap_.empty() || slots_[heap_.front()].deadline == Clock::time_point::max()) {
+    if (heap_.empty() || heap_.front().deadline == Clock::time_point::max()) {
       sleepingUntil_ = Clock::time_point::max();
       wake_.wait(lock);
       ++wakeUps_;
       sleepingUntil_ = Clock::time_point::min();
       continue;
     }
-    const Slot& top = slots_[heap_.front()];
     const Clock::time_point now = clock_.now();
-    if (top.deadline > now) {
-      sleepingUntil_ = top.deadline;
-      wake_.wait_for(lock, std::min<Clock::duration>(top.deadline - now, kLongestWait));
+    if (heap_.front().deadline > now) {
+      const Clock::time_point deadline = heap_.front().deadline;
+      sleepingUntil_ = deadline;
+      wake_.wait_for(lock, std::min<Clock::duration>(deadline - now, kLongestWait));
       ++wakeUps_;
       sleepingUntil_ = Clock::time_point::min();
       continue;
     }
-    const Callback callback = top.callback;
-    void* const context = top.context;
-    removeAt(0);
+    std::size_t taken = 0;
+    while (taken < kBatch && !heap_.empty() && heap_.front().deadline <= now) {
+      const Slot& top = slots_[heap_.front().slot];
+      batch[taken++] = Firing{top.callback, top.context};
+      removeAt(0);
+    }
     lock.unlock();
-    callback(context);
+    for (std::size_t i = 0; i < taken; ++i)
+      batch[i].callback(batch[i].context);
     lock.lock();
   }
 }

@@ -93,21 +93,29 @@ class COEXEC_EXPORT TimerService {
  private:
   friend class coexec::ManualClock;
 
+  // A timer's callback and identity; its ordering key lives in the heap
+  // entry, so that sifting compares entries it already holds instead of
+  // chasing slot indices (a cache miss per comparison with a large heap).
   struct Slot {
-    Clock::time_point deadline;
-    std::uint64_t sequence = 0;  // schedule() order, for ties (process-wide, so ties across services order too)
     Callback callback = nullptr;
     void* context = nullptr;
     std::uint32_t generation = 1;
     std::uint32_t heapIndex = kNotInHeap;
   };
+  struct HeapEntry {
+    Clock::time_point deadline;
+    std::uint64_t sequence;  // schedule() order, for ties (process-wide, so ties across services order too)
+    std::uint32_t slot;
+  };
   static constexpr std::uint32_t kNotInHeap = UINT32_MAX;
 
   // Requires: mutex_ held.
-  [[nodiscard]] bool earlier(std::uint32_t a, std::uint32_t b) const noexcept;
+  [[nodiscard]] static bool earlier(const HeapEntry& a, const HeapEntry& b) noexcept {
+    return a.deadline < b.deadline || (a.deadline == b.deadline && a.sequence < b.sequence);
+  }
   void siftUp(std::size_t index) noexcept;
   void siftDown(std::size_t index) noexcept;
-  void place(std::size_t index, std::uint32_t slot) noexcept;
+  void place(std::size_t index, const HeapEntry& entry) noexcept;
   void removeAt(std::size_t index) noexcept;  // frees the slot
 
   // For ManualClock::advance (no lock held): the earliest timer's
@@ -127,7 +135,7 @@ class COEXEC_EXPORT TimerService {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<Slot> slots_;          // guarded by mutex_
-  std::vector<std::uint32_t> heap_;  // slot indices, a min-heap; guarded by mutex_
+  std::vector<HeapEntry> heap_;      // a min-heap by (deadline, sequence); guarded by mutex_
   std::vector<std::uint32_t> free_;  // free slot indices; guarded by mutex_
   Clock::time_point sleepingUntil_;  // the thread's wake-up time (max: none); guarded by mutex_
   bool stopping_ = false;            // guarded by mutex_

@@ -26,6 +26,15 @@ WaitStripe& stripeOf(const void* task) noexcept {
   return stripes[(bits >> 6) % 64];
 }
 
+/// The error of every task cancelled before it produced a result: one
+/// exception object, shared (an exception_ptr is reference counted and the
+/// object is never modified), so that a cancel allocates nothing; a
+/// million cancelled Futures would otherwise hold a million copies.
+const std::exception_ptr& cancelledError() noexcept {
+  static const std::exception_ptr error = std::make_exception_ptr(OperationCancelled());
+  return error;
+}
+
 }  // namespace
 
 bool isOperationCancelled(const std::exception_ptr& error) noexcept {
@@ -90,7 +99,7 @@ RunResult TaskCore::finish(std::exception_ptr error) noexcept {
       // Cancelled while running: the value is dropped and the Future reports
       // the cancellation. The pool counts the task by how it actually ended.
       discardValue();
-      error_ = result.outcome == Outcome::cancelled ? result.error : std::make_exception_ptr(OperationCancelled());
+      error_ = result.outcome == Outcome::cancelled ? result.error : cancelledError();
     } else {
       error_ = result.error;
     }
@@ -138,7 +147,7 @@ bool TaskCore::requestCancel() noexcept {
         continue;
       case kQueued:
         if (claimQueued(kCancelled)) {
-          error_ = std::make_exception_ptr(OperationCancelled());
+          error_ = cancelledError();
           publish(state_.fetch_or(kDone, std::memory_order_acq_rel));
           // Outside any lock: token callbacks are user code.
           if (source_) source_->requestCancellation();
