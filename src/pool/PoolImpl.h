@@ -406,6 +406,12 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   void pushDueLocked(TaskCore* task, FactoryErrors& errors);
   /// The timer service's callback: `context` is an armed ScheduledItem.
   static void onTimer(void* context) noexcept;
+  /// The timer service's batch firer (TimerService::setBatchFirer): fires
+  /// the batch's timer items under one lock.
+  static void fireBatch(void* owner, TimerService::Firing* batch, std::size_t count) noexcept;
+  /// Requires: mutex_ held (released and taken again if `work` needs it).
+  /// Does what is left of a firing.
+  void finishFiringLocked(std::unique_lock<std::mutex>& lock, TimerWork& work) noexcept;
   /// Requires: mutex_ held. Drops a pin (see ScheduledItem) and terminates
   /// the pool if it is done.
   void unpinLocked(std::unique_lock<std::mutex>& lock) noexcept;

@@ -317,27 +317,62 @@ void PoolImpl::pushDueLocked(TaskCore* task, FactoryErrors& errors) {
   addWorkerLocked(none, errors);  // core 0, or every thread timed out: one must run it
 }
 
+// The timer callbacks need no pin to reach the pool: they run on its timer
+// service (its thread, or ManualClock::advance()), which the pool destroys
+// first (timers_ is its last member), and ~TimerService waits for a callback
+// in progress. They take one (under mutex_) only when work remains to do
+// after unlocking, so that the pool does not terminate before it is done.
+
 void PoolImpl::onTimer(void* context) noexcept {
   auto& item = *static_cast<ScheduledItem*>(context);
-  // Live: its timer fired, and an armed item leaves the list only through
-  // whoever disarms it, which is us now.
-  PoolImpl* pool = item.pinPool();
+  PoolImpl* pool;
+  {
+    std::lock_guard guarded(item.guard);
+    pool = item.pool;  // live: an armed item leaves the list only through whoever disarms it, us now
+  }
   TimerWork work;
   std::unique_lock lock(pool->mutex_);
   item.armed = false;
   --pool->armedCount_;
   pool->fireLocked(item, work);
-  if (!work.onlyReleases()) {
-    lock.unlock();
-    work.run(*pool);
-    lock.lock();
-  } else {
-    // The common case (the work went to due_): one lock for it all. The
-    // item's other owner (the task's cancelListener, the run) keeps it.
+  pool->finishFiringLocked(lock, work);
+}
+
+void PoolImpl::fireBatch(void* owner, TimerService::Firing* batch, std::size_t count) noexcept {
+  auto* pool = static_cast<PoolImpl*>(owner);
+  std::size_t others = 0;  // callbacks that are not timer items (sleeps, alarms): run after the lock
+  {
+    TimerWork work;
+    std::unique_lock lock(pool->mutex_);
+    for (std::size_t i = 0; i < count; ++i) {
+      if (batch[i].callback != &PoolImpl::onTimer) {
+        batch[others++] = batch[i];
+        continue;
+      }
+      auto& item = *static_cast<ScheduledItem*>(batch[i].context);
+      item.armed = false;
+      --pool->armedCount_;
+      pool->fireLocked(item, work);
+    }
+    pool->finishFiringLocked(lock, work);
+  }
+  for (std::size_t i = 0; i < others; ++i)
+    batch[i].callback(batch[i].context);
+}
+
+void PoolImpl::finishFiringLocked(std::unique_lock<std::mutex>& lock, TimerWork& work) noexcept {
+  if (work.onlyReleases()) {
+    // The common case (the work went to due_): the items' other owners (a
+    // task's cancelListener, a run) keep them, or nothing is left in them.
     work.release.forEach([](ScheduledItem* released) { released->releaseItem(); });
     work.release.clear();
+    return;
   }
-  pool->unpinLocked(lock);
+  timerPins_.fetch_add(1, std::memory_order_seq_cst);
+  lock.unlock();
+  work.run(*this);
+  lock.lock();
+  unpinLocked(lock);
 }
 
 void PoolImpl::unpinLocked(std::unique_lock<std::mutex>& lock) noexcept {

@@ -126,6 +126,7 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
       continuePeriodicAfterShutdown_(options.continuePeriodicTasksAfterShutdown),
       timers_(clock_) {
   coreMirror_.store(corePoolSize_, std::memory_order_relaxed);
+  timers_.setBatchFirer(&PoolImpl::fireBatch, this);
 }
 
 PoolStats PoolImpl::statsLocked() const {

@@ -23,6 +23,9 @@ namespace {
 /// library. One wake-up a day is no cost.
 constexpr std::chrono::hours kLongestWait{24};
 
+/// Children per node of the heap.
+constexpr std::size_t kArity = 4;
+
 /// Sequence numbers order timers with equal deadlines by schedule() order,
 /// across every service. relaxed: only uniqueness and per-thread order
 /// matter; a timer's order against another thread's is decided by which
@@ -143,7 +146,7 @@ void TimerService::place(std::size_t index, const HeapEntry& entry) noexcept {
 void TimerService::siftUp(std::size_t index) noexcept {
   const HeapEntry moving = heap_[index];
   while (index > 0) {
-    const std::size_t parent = (index - 1) / 2;
+    const std::size_t parent = (index - 1) / kArity;
     if (!earlier(moving, heap_[parent])) break;
     place(index, heap_[parent]);
     index = parent;
@@ -155,9 +158,13 @@ void TimerService::siftDown(std::size_t index) noexcept {
   const HeapEntry moving = heap_[index];
   const std::size_t size = heap_.size();
   while (true) {
-    std::size_t child = 2 * index + 1;
-    if (child >= size) break;
-    if (child + 1 < size && earlier(heap_[child + 1], heap_[child])) ++child;
+    const std::size_t first = kArity * index + 1;
+    if (first >= size) break;
+    std::size_t child = first;
+    const std::size_t end = std::min(first + kArity, size);
+    for (std::size_t c = first + 1; c < end; ++c) {
+      if (earlier(heap_[c], heap_[child])) child = c;
+    }
     if (!earlier(heap_[child], moving)) break;
     place(index, heap_[child]);
     index = child;
@@ -210,10 +217,6 @@ void TimerService::run() noexcept {
   // Due timers are taken in batches: one lock for up to kBatch of them, then
   // their callbacks, in deadline order, without the lock. A timer of the
   // batch is firing from then on (cancel() returns false).
-  struct Firing {
-    Callback callback;
-    void* context;
-  };
   constexpr std::size_t kBatch = 64;
   Firing batch[kBatch];
   std::unique_lock lock(mutex_);
@@ -241,8 +244,12 @@ void TimerService::run() noexcept {
       removeAt(0);
     }
     lock.unlock();
-    for (std::size_t i = 0; i < taken; ++i)
-      batch[i].callback(batch[i].context);
+    if (batchFirer_ != nullptr) {
+      batchFirer_(batchOwner_, batch, taken);
+    } else {
+      for (std::size_t i = 0; i < taken; ++i)
+        batch[i].callback(batch[i].context);
+    }
     lock.lock();
   }
 }

@@ -6,7 +6,8 @@
 // by (deadline, sequence number), and each slot knows its heap position, so
 // cancel() removes a timer at once in O(log n) and its slot is reused by the
 // next schedule() (memory is bounded by the most timers pending at once, not
-// by how many were ever scheduled). A TimerId carries the slot's generation,
+// by how many were ever scheduled). The heap is 4-ary (half the depth of a
+// binary one, and a node's children share cache lines). A TimerId carries the slot's generation,
 // so an id whose timer has fired or been cancelled never matches a reused
 // slot.
 //
@@ -48,6 +49,17 @@ class COEXEC_EXPORT TimerService {
   /// thread, or the thread in ManualClock::advance()), without locks held.
   using Callback = void (*)(void* context) noexcept;
 
+  /// A due timer the service thread fires.
+  struct Firing {
+    Callback callback;
+    void* context;
+  };
+  /// Fires a batch of due timers, in deadline order, on the service thread:
+  /// what an owner installs (setBatchFirer) to handle many timers under one
+  /// lock of its own. It must run every callback of the batch, or do what
+  /// that callback would. Without one, the service calls them one by one.
+  using BatchFirer = void (*)(void* owner, Firing* batch, std::size_t count) noexcept;
+
   /// A service on `clock`, which must outlive it. On a ManualClock it
   /// registers with the clock; on any other clock its thread starts with the
   /// first schedule(). Starts no thread. \throws std::bad_alloc.
@@ -71,6 +83,14 @@ class COEXEC_EXPORT TimerService {
   /// does not wait for it) or was cancelled. Never blocks beyond the service
   /// lock. Cost: O(log n).
   bool cancel(TimerId id) noexcept;
+
+  /// Installs `firer` for the batches the service thread fires (not for
+  /// ManualClock::advance(), which fires timers one by one). Call it before
+  /// the first schedule(). Never blocks; never throws.
+  void setBatchFirer(BatchFirer firer, void* owner) noexcept {
+    batchFirer_ = firer;
+    batchOwner_ = owner;
+  }
 
   /// Timers scheduled and neither fired nor cancelled.
   [[nodiscard]] std::size_t pendingCount() const noexcept;
@@ -140,6 +160,8 @@ class COEXEC_EXPORT TimerService {
   Clock::time_point sleepingUntil_;  // the thread's wake-up time (max: none); guarded by mutex_
   bool stopping_ = false;            // guarded by mutex_
   std::uint64_t wakeUps_ = 0;        // guarded by mutex_
+  BatchFirer batchFirer_ = nullptr;  // set before the first schedule(), then read by the thread only
+  void* batchOwner_ = nullptr;
   std::thread thread_;               // started by the first schedule() on a clock that is not a ManualClock; guarded by mutex_
 };
 
