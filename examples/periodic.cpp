@@ -203,11 +203,6 @@ int main() {
   };
   coexec::ThreadPoolExecutor pool(options);
 
-  // A due timer is admitted like a continuation: it wakes an idle thread, and
-  // starts one only when the pool has none. Start both core threads now, so
-  // that a slow flush does not hold up the other jobs.
-  pool.prestartAllCoreThreads();
-
   const Steady::time_point start = Steady::now();
   // A metrics flush every 5 ms, on the grid start + k * 5 ms.
   coexec::PeriodicHandle flush = pool.scheduleAtFixedRate([&] { metrics.flush(); }, 0ms, kFlushPeriod);

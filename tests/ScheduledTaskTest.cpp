@@ -299,6 +299,28 @@ TEST_CASE("a due timer is admitted even on a saturated abort() pool, and waiting
   checkLedgerAddsUp(pool.stats());
 }
 
+TEST_CASE("timers grow a pool to its core size: a long run does not hold up the next due task",
+          "[schedule][manual][admission]") {
+  ManualClock clock;
+  Gate gate;
+  ThreadPoolExecutor pool(manualPool(clock, 2));
+  OpenOnExit opener(gate);
+  Counter started;
+  ScheduledFuture<void> slow = pool.schedule(
+      [&] {
+        started.arrive();
+        gate.wait();
+      },
+      1ms);
+  ScheduledFuture<int> quick = pool.schedule([] { return 1; }, 1ms);
+  clock.advance(1ms);  // both due: the second starts the second core thread
+  REQUIRE(started.waitFor(1));
+  CHECK(quick.get() == 1);  // while the first still runs
+  CHECK(pool.stats().poolSize == 2);
+  gate.open();
+  slow.get();
+}
+
 // ---- periodic -------------------------------------------------------------------------
 
 TEST_CASE("fixed rate keeps the grid when runs are short; fixed delay counts from each run's end",
@@ -415,6 +437,59 @@ TEST_CASE("with continueOnError the schedule goes on after a failure, reporting 
   CHECK(s.taskCount == 1);
   CHECK(s.completedTaskCount == 1);  // ended by cancel()
   checkLedgerAddsUp(s);
+}
+
+TEST_CASE("a periodic run's error reaches afterExecute; a run that throws OperationCancelled ends the schedule as cancelled",
+          "[periodic][manual][error]") {
+  ManualClock clock;
+  std::atomic<int> handled{0};
+  std::atomic<int> afterWithError{0};
+  ThreadPoolOptions options = manualPool(clock);
+  options.uncaughtExceptionHandler = [&](std::exception_ptr, const coexec::TaskInfo&) { ++handled; };
+  options.hooks.afterExecute = [&](const coexec::TaskInfo&, std::exception_ptr error) {
+    if (error) ++afterWithError;
+  };
+  ThreadPoolExecutor pool(options);
+  SECTION("an error") {
+    PeriodicHandle handle = pool.scheduleAtFixedRate([] { throw std::runtime_error("boom"); }, 1ms, 1ms);
+    clock.advance(1ms);
+    CHECK_THROWS_WITH(handle.get(), "boom");
+    pool.close();
+    CHECK(handled.load() == 1);
+    CHECK(afterWithError.load() == 1);
+    CHECK(pool.stats().failedCount == 1);
+  }
+  SECTION("OperationCancelled from the run itself") {
+    PeriodicHandle handle = pool.scheduleAtFixedRate([] { throw OperationCancelled(); }, 1ms, 1ms);
+    clock.advance(1ms);
+    CHECK_THROWS_AS(handle.get(), OperationCancelled);
+    pool.close();
+    CHECK(handled.load() == 0);  // not reported, as for any task
+    const PoolStats s = pool.stats();
+    CHECK(s.cancelledCount == 1);
+    CHECK(s.failedCount == 0);
+    checkLedgerAddsUp(s);
+  }
+}
+
+TEST_CASE("a beforeExecute hook that throws on a periodic run ends the schedule with that error, reported once",
+          "[periodic][manual][error]") {
+  ManualClock clock;
+  std::atomic<int> handled{0};
+  std::atomic<int> runs{0};
+  ThreadPoolOptions options = manualPool(clock);
+  options.uncaughtExceptionHandler = [&](std::exception_ptr, const coexec::TaskInfo&) { ++handled; };
+  options.hooks.beforeExecute = [](const coexec::TaskInfo&) { throw std::runtime_error("hook refused"); };
+  ThreadPoolExecutor pool(options);
+  PeriodicHandle handle = pool.scheduleWithFixedDelay([&] { ++runs; }, 1ms, 1ms);
+  clock.advance(1ms);
+  CHECK_THROWS_WITH(handle.get(), "hook refused");
+  clock.advance(10ms);
+  pool.close();
+  CHECK(runs.load() == 0);
+  CHECK(handle.runCount() == 0);
+  CHECK(handled.load() == 1);
+  CHECK(pool.stats().failedCount == 1);
 }
 
 TEST_CASE("cancel() of a periodic schedule: its timer goes at once, a run in progress finishes and sees its token",

@@ -78,7 +78,7 @@ class [[nodiscard]] PeriodicHandle {
   bool cancel() { return control().cancel(); }
 
   /// True once the schedule has ended and no run of it is in progress.
-  /// Never blocks.
+  /// Never blocks. \throws std::logic_error if empty.
   [[nodiscard]] bool isDone() const { return done_.isDone(); }
 
   /// Blocks until the schedule has ended. \throws std::logic_error if empty,
@@ -104,6 +104,7 @@ class [[nodiscard]] PeriodicHandle {
   auto operator co_await() & { return done_.operator co_await(); }
 
   /// Runs started so far (a run counts when it starts). Never blocks.
+  /// \throws std::logic_error if empty.
   [[nodiscard]] std::uint64_t runCount() const { return control().runCount(); }
 
   /// The time left until the next run is due, on the pool's clock; zero

@@ -40,7 +40,9 @@ COEXEC_EXPORT std::string_view toString(PoolState state) noexcept;
 ///   each is at most n, but under load their sum may count a task and the
 ///   subtask it submitted from two different instants.
 ///
-/// The ledger: once a pool is quiescent (no task running or queued),
+/// The ledger: once a pool is quiescent (no task running or queued, and no
+/// periodic schedule that has become due and not yet ended: such a schedule
+/// counts in `taskCount` from its first run and in an outcome when it ends),
 /// `taskCount == completedTaskCount + failedCount + cancelledCount +
 /// discardedCount + drainedCount + queueSize + localQueueSize` (both queue
 /// sizes are 0 once the pool is quiescent). A task that reached the
@@ -70,8 +72,8 @@ struct PoolStats {
                                          ///< normally counts as completed; its Future reports the cancellation)
   std::uint64_t discardedCount = 0;      ///< admitted tasks evicted from the queue by discardOldest
   std::uint64_t drainedCount = 0;        ///< tasks returned unrun by shutdownNow()
-  std::size_t scheduledCount = 0;        ///< one-shot scheduled tasks and periodic schedules waiting for their
-                                         ///< timer (not yet due, or between two runs); not in taskCount until due
+  std::size_t scheduledCount = 0;        ///< timers pending: one-shot scheduled tasks not yet due (not in
+                                         ///< taskCount until due) and periodic schedules waiting for their next run
 };
 
 }  // namespace coexec

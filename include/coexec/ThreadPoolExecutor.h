@@ -227,22 +227,27 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   ///   start: periods missed meanwhile are skipped, never replayed in a
   ///   burst.
   /// - A run that throws: its error goes to the uncaught-exception handler
-  ///   once; then the schedule ends with that error (the handle rethrows it),
-  ///   or, with `options.continueOnError`, goes on. A run that throws
-  ///   OperationCancelled ends the schedule (not reported; the handle throws
-  ///   OperationCancelled, or returns if cancel() was called).
+  ///   once (before the handle settles); afterExecute sees it too; then the
+  ///   schedule ends with that error (the handle rethrows it), or, with
+  ///   `options.continueOnError`, goes on. A run that throws
+  ///   OperationCancelled ends the schedule: not reported, counted in
+  ///   cancelledCount, and the handle throws OperationCancelled (or, after
+  ///   cancel(), returns and counts as completed).
   /// - The whole schedule counts once in taskCount, when it first becomes
   ///   due, and once in completedTaskCount (cancel()), failedCount (an
   ///   error ended it) or cancelledCount (the pool ended it) when it ends;
   ///   the runs themselves count in no counter of the pool (runCount() on
   ///   the handle counts them). A run is admitted like a continuation: never
   ///   rejected. Hooks run around each run.
-  /// - After shutdown() the schedule ends after the run in progress, unless
+  /// - After shutdown() the schedule ends (a run in progress, or already due
+  ///   and queued, still runs; none is started after it), unless
   ///   ThreadPoolOptions::continuePeriodicTasksAfterShutdown; shutdownNow()
-  ///   ends it at once (the token of a run in progress is cancelled).
+  ///   ends it at once (the token of a run in progress is cancelled, a queued
+  ///   run is dropped).
   /// Never blocks.
   /// \throws std::invalid_argument if `period` is zero or negative, or `f` is
-  /// an empty callable; RejectedExecution after shutdown; std::bad_alloc;
+  /// an empty callable; RejectedExecution after shutdown (whatever the
+  /// rejection policy; counted in rejectedCount); std::bad_alloc;
   /// std::system_error if the pool's timer thread cannot start.
   template <class F, class Rep1, class Period1, class Rep2, class Period2>
   PeriodicHandle scheduleAtFixedRate(F&& f, std::chrono::duration<Rep1, Period1> initialDelay,
@@ -282,9 +287,15 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   }
 
   /// Starts an orderly shutdown: no new tasks; queued and running ones
-  /// finish. Never blocks (use awaitTermination() to wait). If the pool has no
-  /// thread and no queued task it terminates inside this call. Does nothing
-  /// after the first call or after shutdownNow(). See "Lifecycle".
+  /// finish. Scheduled one-shot tasks still run when due, unless
+  /// ThreadPoolOptions::runDelayedTasksAfterShutdown is false (then their
+  /// Futures report OperationCancelled); periodic schedules end (their
+  /// handles report OperationCancelled; a run in progress, or already due,
+  /// still runs), unless continuePeriodicTasksAfterShutdown is true. Never
+  /// blocks (use awaitTermination() to wait). If the pool has no thread, no
+  /// queued task and no timer it must still run, it terminates inside this
+  /// call. Does nothing after the first call or after shutdownNow(). See
+  /// "Lifecycle" and docs/time.md.
   void shutdown();
 
   /// Stops: no new tasks; returns the queued tasks that never started, in
@@ -296,6 +307,11 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// either returned or run by that thread, like a task a worker had just
   /// dequeued; such a task, and one handed to a waking worker or taken from
   /// a queue just before the call, starts with its token already cancelled.
+  /// Every pending timer is cancelled: scheduled tasks not yet due settle
+  /// with OperationCancelled and are not returned; one-shot tasks already
+  /// due but not started are returned after the queued ones; periodic
+  /// schedules end (their handles report OperationCancelled; the token of a
+  /// run in progress is cancelled). Returns promptly whatever the deadlines.
   /// See "Lifecycle".
   std::vector<PendingTask> shutdownNow();
 

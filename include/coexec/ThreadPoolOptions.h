@@ -58,8 +58,10 @@ struct Hooks {
 using ThreadFactory = std::function<std::thread(std::string threadName, std::function<void()> body)>;
 
 /// Receives exceptions nobody else can: those of `execute()` tasks, of a
-/// throwing beforeExecute on an `execute()` task, and of a failing thread
-/// factory. Runs on the thread that caught the exception. If it throws, the
+/// throwing beforeExecute on an `execute()` task or on a run of a periodic
+/// schedule, of each run of a periodic schedule that throws (once per
+/// failed run, before the schedule's handle settles), and of a failing
+/// thread factory. Runs on the thread that caught the exception. If it throws, the
 /// exception is printed and dropped.
 using UncaughtExceptionHandler = std::function<void(std::exception_ptr error, const TaskInfo& info)>;
 

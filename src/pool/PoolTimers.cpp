@@ -311,6 +311,13 @@ void PoolImpl::fireLocked(ScheduledItem& item, TimerWork& work) {
 void PoolImpl::pushDueLocked(TaskCore* task, FactoryErrors& errors) {
   due_.push(task);  // room reserved by addItemLocked
   publishSharedWorkLocked();
+  // Below corePoolSize a new thread runs it, as admission's step 1 would:
+  // a pool that only runs timers still grows to its core size, so one long
+  // run does not hold up every other timer.
+  if (workers_.size() < corePoolSize_) {
+    PendingTask none;
+    if (addWorkerLocked(none, errors)) return;
+  }
   if (searching_.load(std::memory_order_seq_cst) > 0) return;  // a searching worker takes it
   if (wakeOneLocked() || !workers_.empty()) return;            // else a busy worker takes it next
   PendingTask none;
