@@ -59,6 +59,13 @@ ThreadPoolOptions manualPool(ManualClock& clock, std::size_t threads = 2) {
   return ThreadPoolOptions{.name = "sched", .corePoolSize = threads, .maximumPoolSize = threads, .clock = &clock};
 }
 
+/// manualPool() whose uncaught-exception handler counts what it receives.
+ThreadPoolOptions countingPool(ManualClock& clock, std::atomic<int>& handled) {
+  ThreadPoolOptions options = manualPool(clock);
+  options.uncaughtExceptionHandler = [&handled](std::exception_ptr, const coexec::TaskInfo&) { ++handled; };
+  return options;
+}
+
 /// Times as offsets from the clock's start, in ms, for readable failures.
 std::int64_t msSince(Clock::time_point start, Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t - start).count();
@@ -385,8 +392,7 @@ TEST_CASE("a periodic run that throws reaches the handler once and ends the sche
   ManualClock clock;
   std::atomic<int> handled{0};
   std::atomic<int> runs{0};
-  ThreadPoolOptions options = manualPool(clock);
-  options.uncaughtExceptionHandler = [&](std::exception_ptr, const coexec::TaskInfo&) { ++handled; };
+  ThreadPoolOptions options = countingPool(clock, handled);
   ThreadPoolExecutor pool(options);
   PeriodicHandle handle = pool.scheduleAtFixedRate(
       [&] {
@@ -415,8 +421,7 @@ TEST_CASE("with continueOnError the schedule goes on after a failure, reporting 
   ManualClock clock;
   std::atomic<int> handled{0};
   std::atomic<int> runs{0};
-  ThreadPoolOptions options = manualPool(clock);
-  options.uncaughtExceptionHandler = [&](std::exception_ptr, const coexec::TaskInfo&) { ++handled; };
+  ThreadPoolOptions options = countingPool(clock, handled);
   ThreadPoolExecutor pool(options);
   PeriodicHandle handle = pool.scheduleWithFixedDelay(
       [&] {
@@ -444,8 +449,7 @@ TEST_CASE("a periodic run's error reaches afterExecute; a run that throws Operat
   ManualClock clock;
   std::atomic<int> handled{0};
   std::atomic<int> afterWithError{0};
-  ThreadPoolOptions options = manualPool(clock);
-  options.uncaughtExceptionHandler = [&](std::exception_ptr, const coexec::TaskInfo&) { ++handled; };
+  ThreadPoolOptions options = countingPool(clock, handled);
   options.hooks.afterExecute = [&](const coexec::TaskInfo&, std::exception_ptr error) {
     if (error) ++afterWithError;
   };
@@ -477,8 +481,7 @@ TEST_CASE("a beforeExecute hook that throws on a periodic run ends the schedule 
   ManualClock clock;
   std::atomic<int> handled{0};
   std::atomic<int> runs{0};
-  ThreadPoolOptions options = manualPool(clock);
-  options.uncaughtExceptionHandler = [&](std::exception_ptr, const coexec::TaskInfo&) { ++handled; };
+  ThreadPoolOptions options = countingPool(clock, handled);
   options.hooks.beforeExecute = [](const coexec::TaskInfo&) { throw std::runtime_error("hook refused"); };
   ThreadPoolExecutor pool(options);
   PeriodicHandle handle = pool.scheduleWithFixedDelay([&] { ++runs; }, 1ms, 1ms);

@@ -422,6 +422,10 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   /// A run of `state` returned (`error`: what it threw; null on success):
   /// re-arms the schedule or ends it. On the pool thread that ran it.
   void periodicRunEnded(PeriodicState& state, const std::exception_ptr& error) noexcept;
+  /// Requires: mutex_ held. True if `state` must end now rather than run
+  /// again, with how in `how`: null after its cancel(), OperationCancelled
+  /// when the pool's shutdown ends it.
+  [[nodiscard]] bool periodicMustEndLocked(const PeriodicState& state, std::exception_ptr& how) const;
   /// A run of `state` failed before its body ran (a throwing beforeExecute).
   void periodicRunNotStarted(PeriodicState& state, const std::exception_ptr& error) noexcept;
   /// ManualClock keep-alive: wakes the idle workers so that they read the

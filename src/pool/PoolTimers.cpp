@@ -286,12 +286,8 @@ void PoolImpl::fireLocked(ScheduledItem& item, TimerWork& work) {
     work.end.emplace_back(Ref<PeriodicState>::adopt(&state), std::move(error));
     removeItemLocked(item, work.release);
   };
-  if (state.cancelRequested.load(std::memory_order_acquire)) {
-    endWith(nullptr);
-  } else if (state_ == PoolState::stop || state_ == PoolState::terminated) {
-    endWith(cancelledByPool(*this, "shutdownNow()"));
-  } else if (state_ == PoolState::shutdown && !continuePeriodicAfterShutdown_) {
-    endWith(cancelledByPool(*this, "shutdown()"));
+  if (std::exception_ptr how; periodicMustEndLocked(state, how)) {
+    endWith(std::move(how));
   } else {
     try {
       state.addRef();
@@ -306,6 +302,22 @@ void PoolImpl::fireLocked(ScheduledItem& item, TimerWork& work) {
       endWith(std::current_exception());  // no memory for the run
     }
   }
+}
+
+bool PoolImpl::periodicMustEndLocked(const PeriodicState& state, std::exception_ptr& how) const {
+  if (state.cancelRequested.load(std::memory_order_acquire)) {
+    how = nullptr;  // cancel(): a normal end
+    return true;
+  }
+  if (state_ == PoolState::stop || state_ == PoolState::terminated) {
+    how = cancelledByPool(*this, "shutdownNow()");
+    return true;
+  }
+  if (state_ == PoolState::shutdown && !continuePeriodicAfterShutdown_) {
+    how = cancelledByPool(*this, "shutdown()");
+    return true;
+  }
+  return false;
 }
 
 void PoolImpl::pushDueLocked(TaskCore* task, FactoryErrors& errors) {
@@ -452,12 +464,8 @@ void PoolImpl::periodicRunEnded(PeriodicState& state, const std::exception_ptr& 
       endWith(cancelled ? nullptr : error);
     } else if (error && !state.options.continueOnError) {
       endWith(error);
-    } else if (cancelled) {
-      endWith(nullptr);
-    } else if (state_ == PoolState::stop || state_ == PoolState::terminated) {
-      endWith(cancelledByPool(*this, "shutdownNow()"));
-    } else if (state_ == PoolState::shutdown && !continuePeriodicAfterShutdown_) {
-      endWith(cancelledByPool(*this, "shutdown()"));
+    } else if (std::exception_ptr how; periodicMustEndLocked(state, how)) {
+      endWith(std::move(how));
     } else {
       try {
         const Clock::time_point now = clock_.now();
