@@ -210,6 +210,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   void postYield(std::coroutine_handle<> handle) noexcept;
   // CoroutineObserver: a coroutine task of this pool finished.
   void coroutineFinished(TaskCore& task, const RunResult& result) noexcept override;
+  // CoroutineObserver: a coroutine task of this pool created its token on
+  // demand; tracked in inFlightTasks_ from now on.
+  void coroutineTokenCreated(TaskCore& task) override;
   /// Reports each failure of the thread factory to the uncaught handler
   /// (inline: admission calls it on every submission, nearly always empty).
   void reportFactoryErrors(const FactoryErrors& errors) {
@@ -336,7 +339,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   }
 
   alignas(64) std::mutex inFlightMutex_;
-  std::vector<TaskCore*> inFlightTasks_;  // those with a token (shutdownNow() cancels them); guarded by inFlightMutex_
+  std::vector<TaskCore*> inFlightTasks_;  // those with a token (shutdownNow() cancels them), from their start
+                                          // or from coroutineTokenCreated(); guarded by inFlightMutex_
 
   // Everything below is guarded by mutex_.
   PoolState state_ = PoolState::running;  // write through setStateLocked()
