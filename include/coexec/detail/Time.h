@@ -19,4 +19,25 @@ SteadyClock::time_point deadlineAfter(std::chrono::duration<Rep, Period> timeout
   return now + std::chrono::ceil<SteadyClock::duration>(timeout);
 }
 
+/// `d` as a steady-clock duration, rounded up, saturated at duration::max()
+/// instead of overflowing; a zero or negative `d` gives zero.
+template <class Rep, class Period>
+SteadyClock::duration saturatedDuration(std::chrono::duration<Rep, Period> d) noexcept {
+  if (d <= d.zero()) return SteadyClock::duration::zero();
+  const std::chrono::duration<double> wanted = d;
+  const std::chrono::duration<double> room = SteadyClock::duration::max();
+  if (wanted >= room) return SteadyClock::duration::max();
+  return std::chrono::ceil<SteadyClock::duration>(d);
+}
+
+/// `t + d` for a `d` that is not negative, saturated at time_point::max()
+/// instead of overflowing.
+inline SteadyClock::time_point saturatedAdd(SteadyClock::time_point t, SteadyClock::duration d) noexcept {
+  // For a t at or before the epoch, t + d <= d cannot overflow.
+  if (t.time_since_epoch() > SteadyClock::duration::zero() && d > SteadyClock::time_point::max() - t) {
+    return SteadyClock::time_point::max();
+  }
+  return t + d;
+}
+
 }  // namespace coexec::detail
