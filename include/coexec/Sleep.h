@@ -39,13 +39,14 @@ class SleepAwaiter;
 /// runs with its parent's token) has that task's token, which the task's
 /// Future::cancel() and the pool's shutdownNow() cancel. When it is
 /// cancelled while the coroutine sleeps, the sleep ends at once: its timer
-/// is removed and the coroutine resumes where it was running (posted to its
-/// pool, never inline in the cancelling thread) with OperationCancelled. A
-/// coroutine whose token is already cancelled when it awaits does not
-/// suspend and gets OperationCancelled, whatever `d` is, zero and negative
-/// included. A cancel racing the timer has one winner: the coroutine resumes
-/// once, normally or with OperationCancelled. Coroutines run by syncWait()
-/// have no token, and their sleeps end only when due.
+/// is removed and the coroutine resumes where it was running (posted there,
+/// not run inside the cancelling thread, unless it runs on no scheduler)
+/// with OperationCancelled. A coroutine whose token is already cancelled
+/// when it awaits does not suspend and gets OperationCancelled, whatever `d`
+/// is, zero and negative included. A cancel racing the timer has one
+/// winner: the coroutine resumes once, normally or with OperationCancelled.
+/// Coroutines run by syncWait() have no token, and their sleeps end only
+/// when due.
 /// \throws OperationCancelled (from the `co_await`) as above.
 /// \throws std::bad_alloc (from the `co_await`) if the timer or the task's
 /// token cannot be created, and std::system_error if the timer thread cannot
