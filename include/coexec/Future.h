@@ -127,8 +127,10 @@ class [[nodiscard]] Future {
   /// the task's token run on this thread). A queued task never runs and the
   /// Future settles at once with OperationCancelled; a running task has its
   /// token cancelled and the Future settles with OperationCancelled when the
-  /// callable returns (its value is discarded). Returns false if the task had
-  /// already settled. \throws std::logic_error if empty.
+  /// callable returns (its value is discarded). A coroutine task sleeping in
+  /// sleepFor() (or in a Task it awaits) wakes at once with OperationCancelled.
+  /// Returns false if the task had already settled.
+  /// \throws std::logic_error if empty.
   bool cancel() { return core().requestCancel(); }
 
   /// True once the task has settled (value, exception, cancellation). Never blocks.

@@ -1,9 +1,14 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <coroutine>
+#include <cstdint>
+#include <optional>
 
+#include "coexec/CancellationToken.h"
 #include "coexec/Export.h"
+#include "coexec/Task.h"
 #include "coexec/detail/Scheduler.h"
 #include "coexec/detail/Time.h"
 
@@ -18,16 +23,34 @@ class SleepAwaiter;
 /// pool whose thread it was on (as a continuation: never rejected, also
 /// after shutdown), or, under syncWait(), on the syncWait() thread.
 ///
-/// Never blocks a thread. A zero or negative `d` does not suspend; a `d` too
-/// large for the steady clock saturates (the coroutine then sleeps for as
-/// long as the program runs). The deadline is taken when sleepFor() is
-/// called. In this release every sleep, on a pool too, waits in the
-/// process-wide steady-clock timer service (one thread, started by the first
-/// sleep, asleep while no timer is due), and a sleep is not interrupted by
-/// cancellation: a cancelled coroutine sees its token when it wakes.
-/// \throws std::bad_alloc (from the `co_await`) if the timer cannot be
-/// recorded, and std::system_error if the timer thread cannot start; the
-/// coroutine then goes on at once, with the exception.
+/// Never blocks a thread. The time is that of the timer service of the
+/// scheduler the coroutine runs on when it awaits: on a pool, the pool's
+/// service and clock (the steady clock unless the pool was given another
+/// one); elsewhere (syncWait(), a plain thread) the process-wide service on
+/// the steady clock, whose one thread is started by the first sleep and is
+/// asleep while no timer is due. The deadline is that clock's now() plus `d`,
+/// read when the coroutine awaits (not when sleepFor() is called). A zero or
+/// negative `d` does not suspend; a `d` too large for the clock saturates
+/// (the coroutine then sleeps until it is cancelled, or for as long as the
+/// program runs).
+///
+/// Cancellation: a coroutine that runs for a pool task (a submitted or
+/// executed coroutine, and every Task it awaits, however deep: a child task
+/// runs with its parent's token) has that task's token, which the task's
+/// Future::cancel() and the pool's shutdownNow() cancel. When it is
+/// cancelled while the coroutine sleeps, the sleep ends at once: its timer
+/// is removed and the coroutine resumes where it was running (posted there,
+/// not run inside the cancelling thread, unless it runs on no scheduler)
+/// with OperationCancelled. A coroutine whose token is already cancelled
+/// when it awaits does not suspend and gets OperationCancelled, whatever `d`
+/// is, zero and negative included. A cancel racing the timer has one
+/// winner: the coroutine resumes once, normally or with OperationCancelled.
+/// Coroutines run by syncWait() have no token, and their sleeps end only
+/// when due.
+/// \throws OperationCancelled (from the `co_await`) as above.
+/// \throws std::bad_alloc (from the `co_await`) if the timer or the task's
+/// token cannot be created, and std::system_error if the timer thread cannot
+/// start; the coroutine then goes on at once, with the exception.
 /// \note A pool's close() and awaitTermination() wait for the sleeping
 /// coroutine tasks submitted to it, as for its running ones. A coroutine
 /// that only hopped onto a pool (resumeOn) must not outlive the pool while
@@ -39,36 +62,72 @@ class SleepAwaiter;
 template <class Rep, class Period>
 [[nodiscard]] detail::SleepAwaiter sleepFor(std::chrono::duration<Rep, Period> d) noexcept;
 
-/// `co_await sleepUntil(t)` suspends the awaiting coroutine until the steady
-/// clock reaches `t`, as sleepFor() does. A `t` that has passed when the
-/// coroutine awaits does not suspend.
+/// `co_await sleepUntil(t)` suspends the awaiting coroutine until the clock
+/// of its timer service reaches `t`, as sleepFor() does: on a pool given a
+/// ManualClock, `t` is a time of that clock. A `t` that the clock has reached
+/// when the coroutine awaits does not suspend (but still throws
+/// OperationCancelled if the coroutine's token is cancelled).
 [[nodiscard]] COEXEC_EXPORT detail::SleepAwaiter sleepUntil(std::chrono::steady_clock::time_point t) noexcept;
 
 namespace detail {
 
 /// The awaiter of sleepFor() and sleepUntil(). Safe to await as a temporary
-/// (`co_await sleepFor(d)`) or named; awaited once.
+/// (`co_await sleepFor(d)`) or named; awaited once. Neither copyable nor
+/// movable (the timer and the cancellation callback refer to it).
 class COEXEC_EXPORT SleepAwaiter {
  public:
+  /// A sleep of `delay` (not negative) from the time of the await.
+  explicit SleepAwaiter(std::chrono::steady_clock::duration delay) noexcept : delay_(delay), relative_(true) {}
+  /// A sleep until `deadline`.
   explicit SleepAwaiter(std::chrono::steady_clock::time_point deadline) noexcept : deadline_(deadline) {}
-  [[nodiscard]] bool await_ready() const noexcept { return deadline_ <= std::chrono::steady_clock::now(); }
-  bool await_suspend(std::coroutine_handle<> awaiting);
-  void await_resume() const noexcept {}
+  SleepAwaiter(const SleepAwaiter&) = delete;
+  SleepAwaiter& operator=(const SleepAwaiter&) = delete;
+
+  /// Always false: whether to suspend depends on the scheduler's clock and
+  /// the coroutine's token, which await_suspend() looks at.
+  [[nodiscard]] bool await_ready() const noexcept { return false; }
+  /// False (go on without suspending) if the deadline has passed or the
+  /// coroutine's token is cancelled.
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> awaiting) {
+    return suspend(awaiting, taskContextOf(awaiting));
+  }
+  /// \throws OperationCancelled if the sleep ended by cancellation.
+  void await_resume() const;
 
  private:
-  static void fire(void* self) noexcept;  // on the timer thread
+  bool suspend(std::coroutine_handle<> awaiting, TaskContext* context);
+  static void fire(void* self) noexcept;  // the timer's callback, on the firing thread
+  void cancel() noexcept;                 // the registration's callback, on the cancelling thread
 
-  std::chrono::steady_clock::time_point deadline_;
-  Scheduler* scheduler_ = nullptr;  // where to resume; recorded by await_suspend
+  // state_: which of await_suspend (kSuspended: done arming), the timer
+  // (kFired) and the cancellation (kCancelled) have come; see Sleep.cpp.
+  static constexpr std::uint8_t kSuspended = 1;
+  static constexpr std::uint8_t kFired = 2;
+  static constexpr std::uint8_t kCancelled = 4;
+
+  std::chrono::steady_clock::time_point deadline_;  // sleepUntil()
+  std::chrono::steady_clock::duration delay_{};     // sleepFor(), if relative_
+  bool relative_ = false;
+  bool cancelled_ = false;  // the sleep ended by cancellation; written by whoever resumes the coroutine
+  std::atomic<std::uint8_t> state_{0};
+  // Written by await_suspend before it sets kSuspended, read after it.
+  TimerService* service_ = nullptr;
+  std::uint32_t timerSlot_ = 0;  // the timer's TimerId
+  std::uint32_t timerGeneration_ = 0;
+  Scheduler* scheduler_ = nullptr;  // where to resume
   bool retained_ = false;           // scheduler_->retain() succeeded
   std::coroutine_handle<> awaiting_;
+  // Last, so destroyed first: its destructor waits for a cancel() running on
+  // another thread, which may still read the fields above (see Sleep.cpp).
+  std::optional<CancellationRegistration> registration_;
 };
 
 }  // namespace detail
 
 template <class Rep, class Period>
 detail::SleepAwaiter sleepFor(std::chrono::duration<Rep, Period> d) noexcept {
-  return detail::SleepAwaiter(detail::deadlineAfter(d));
+  return detail::SleepAwaiter(detail::saturatedDuration(d));
 }
 
 }  // namespace coexec

@@ -412,7 +412,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   static Clock::duration positiveInterval(std::chrono::duration<Rep, Period> d, const char* operation,
                                           const char* what) {
     if (d <= d.zero()) throwNotPositive(operation, what, std::chrono::duration<double>(d).count());
-    return detail::saturatingDuration(d);
+    return detail::saturatedDuration(d);
   }
   [[noreturn]] static void throwNotPositive(const char* operation, const char* what, double seconds);
   /// Arms the timer of a task from schedule() (`now`: the clock's time the

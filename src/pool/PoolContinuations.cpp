@@ -1,6 +1,7 @@
 // Coroutines on the pool: a continuation resuming here after an await
-// (post), a coroutine yielding to the work already waiting (postYield), and
-// the end of a coroutine task, which may come on any thread (coroutineFinished).
+// (post), a coroutine yielding to the work already waiting (postYield), the
+// end of a coroutine task, which may come on any thread (coroutineFinished),
+// and a coroutine task creating its token on demand (coroutineTokenCreated).
 //
 // Invariants:
 // - Continuations are never rejected, even after shutdown; if the pool has
@@ -130,6 +131,18 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
   }
   // The lock is released last: close() frees the pool only after it has
   // taken the lock and seen TERMINATED.
+}
+
+void PoolImpl::coroutineTokenCreated(TaskCore& task) {
+  {
+    std::lock_guard inFlightLock(inFlightMutex_);
+    inFlightTasks_.push_back(&task);  // removed by coroutineFinished(): the task has a token now
+  }
+  // As in execute(): shutdownNow() stores STOP and then reads inFlightTasks_
+  // under inFlightMutex_. If it read the list before we added the task, its
+  // store happened before our lock and we see STOP here; otherwise it
+  // cancels the token itself.
+  if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::stop) task.requestTokenCancellation();
 }
 
 }  // namespace coexec::detail

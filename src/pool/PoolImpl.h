@@ -222,6 +222,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   void postYield(std::coroutine_handle<> handle) noexcept;
   // CoroutineObserver: a coroutine task of this pool finished.
   void coroutineFinished(TaskCore& task, const RunResult& result) noexcept override;
+  // CoroutineObserver: a coroutine task of this pool created its token on
+  // demand; tracked in inFlightTasks_ from now on.
+  void coroutineTokenCreated(TaskCore& task) override;
   /// Reports each failure of the thread factory to the uncaught handler
   /// (inline: admission calls it on every submission, nearly always empty).
   void reportFactoryErrors(const FactoryErrors& errors) {
@@ -348,7 +351,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   }
 
   alignas(64) std::mutex inFlightMutex_;
-  std::vector<TaskCore*> inFlightTasks_;  // those with a token (shutdownNow() cancels them); guarded by inFlightMutex_
+  std::vector<TaskCore*> inFlightTasks_;  // those with a token (shutdownNow() cancels them), from their start
+                                          // or from coroutineTokenCreated(); guarded by inFlightMutex_
 
   // Everything below is guarded by mutex_.
   PoolState state_ = PoolState::running;  // write through setStateLocked()
@@ -433,7 +437,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   static void onKeepAliveAlarm(void* context) noexcept;
 
   // Scheduler: sleeps on this pool's threads use its clock.
-  TimerService* timerService() noexcept;
+  TimerService* timerService() noexcept override;
 
   friend class OneShotTimer;
   friend class PeriodicState;

@@ -63,11 +63,6 @@ std::exception_ptr cancelledByPool(const PoolImpl& pool, const char* how) {
       OperationCancelled(fmt::format("coexec: the periodic schedule was ended by {} of pool '{}'", how, pool.name_)));
 }
 
-Clock::time_point saturatedAdd(Clock::time_point t, Clock::duration d) noexcept {
-  if (t > Clock::time_point::max() - d) return Clock::time_point::max();
-  return t + d;
-}
-
 }  // namespace
 
 // ---- ScheduledItem ---------------------------------------------------------------

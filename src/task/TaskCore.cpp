@@ -48,11 +48,40 @@ bool isOperationCancelled(const std::exception_ptr& error) noexcept {
   }
 }
 
-TaskCore::TaskCore(bool hasFuture, bool wantsToken, int priority) : hasFuture_(hasFuture), priority_(priority) {
+TaskCore::TaskCore(bool hasFuture, bool wantsToken, int priority)
+    : hasFuture_(hasFuture), tokenStage_(wantsToken ? kTokenReady : kNoToken), priority_(priority) {
   if (wantsToken) source_.emplace();
 }
 
-CancellationToken TaskCore::token() const noexcept { return source_ ? source_->token() : CancellationToken(); }
+CancellationToken TaskCore::token() const noexcept { return hasToken() ? source_->token() : CancellationToken(); }
+
+bool TaskCore::createToken() {
+  std::uint8_t stage = tokenStage_.load(std::memory_order_acquire);
+  while (true) {
+    if (stage == kTokenReady) return false;
+    if (stage == kTokenCreating) {  // another thread is constructing it: a moment
+      std::this_thread::yield();
+      stage = tokenStage_.load(std::memory_order_acquire);
+      continue;
+    }
+    if (tokenStage_.compare_exchange_weak(stage, kTokenCreating, std::memory_order_acquire)) break;
+  }
+  try {
+    source_.emplace();
+  } catch (...) {
+    tokenStage_.store(kNoToken, std::memory_order_release);
+    throw;
+  }
+  // A cancel that raced with the creation is not lost. requestCancel() sets
+  // kCancelled and then loads tokenStage_; here we store kTokenReady and then
+  // load state_. All four are seq_cst, so in their single total order one of
+  // the two loads comes after the other side's store: either requestCancel()
+  // sees the token and cancels it, or we see kCancelled and cancel it (or
+  // both: the second request does nothing).
+  tokenStage_.store(kTokenReady, std::memory_order_seq_cst);
+  if ((state_.load(std::memory_order_seq_cst) & kCancelled) != 0) source_->requestCancellation();
+  return true;
+}
 
 bool TaskCore::tryStart() noexcept {
   if (!hasFuture_) {
@@ -150,15 +179,18 @@ bool TaskCore::requestCancel() noexcept {
           error_ = cancelledError();
           publish(state_.fetch_or(kDone, std::memory_order_acq_rel));
           // Outside any lock: token callbacks are user code.
-          if (source_) source_->requestCancellation();
+          requestTokenCancellation();
           if (cancelListener) cancelListener->queuedTaskCancelled();
           return true;
         }
         s = state_.load(std::memory_order_acquire);
         continue;
       default:  // running: cancel its token; finish() reports the cancellation
-        if (state_.compare_exchange_weak(s, s | kCancelled, std::memory_order_acq_rel, std::memory_order_acquire)) {
-          if ((s & kCancelled) == 0 && source_) source_->requestCancellation();
+        // seq_cst, as the load in requestTokenCancellation(): a token the
+        // coroutine creates meanwhile is cancelled by one side or the other
+        // (see createToken()).
+        if (state_.compare_exchange_weak(s, s | kCancelled, std::memory_order_seq_cst, std::memory_order_acquire)) {
+          if ((s & kCancelled) == 0) requestTokenCancellation();
           return true;
         }
     }

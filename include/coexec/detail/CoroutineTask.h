@@ -44,8 +44,11 @@ auto submitResultType() {
 template <class Fn>
 using SubmitResult = typename decltype(submitResultType<Fn>())::type;
 
+/// The task's side of the coroutine it runs: it is the TaskContext of the
+/// root Task and of every Task that one awaits, and it alone creates the
+/// task's token on demand (TaskCore::createToken()), telling the observer.
 template <class R, class Source>
-class CoroutineTask final : public ResultCore<R> {
+class CoroutineTask final : public ResultCore<R>, private TaskContext {
   static constexpr bool kIsCallable = !IsTask<Source>::value;
 
  public:
@@ -78,7 +81,9 @@ class CoroutineTask final : public ResultCore<R> {
         return;
       }
     }
-    task_.handle().promise().setCompletion(&CoroutineTask::onFinished, this);
+    auto& promise = task_.handle().promise();
+    promise.setContext(this);  // we outlive the frame: complete() destroys it first
+    promise.setCompletion(&CoroutineTask::onFinished, this);
     resume(task_.handle());  // `this` may be gone once this returns
   }
 
@@ -126,11 +131,23 @@ class CoroutineTask final : public ResultCore<R> {
 
   void invoke() override {}  // never called: coroutine tasks start through startCoroutine()
 
+  // TaskContext, on the coroutine's thread (the chain runs one coroutine at
+  // a time, so tokenUntracked_ needs no synchronisation).
+  CancellationToken cancellationToken() override {
+    if (this->createToken()) tokenUntracked_ = true;
+    if (tokenUntracked_) {
+      if (observer_ != nullptr) observer_->coroutineTokenCreated(*this);  // may throw: tried again next time
+      tokenUntracked_ = false;
+    }
+    return this->token();
+  }
+
   // The body: released by complete(), the frame first. A task destroyed
   // without starting holds only one of them (the callable, or the Task).
   std::optional<Source> fn_;
   Task<R> task_;
   CoroutineObserver* observer_ = nullptr;
+  bool tokenUntracked_ = false;  // created on demand, not yet reported to observer_
 };
 
 }  // namespace coexec::detail

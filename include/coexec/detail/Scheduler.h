@@ -6,6 +6,8 @@
 
 namespace coexec::detail {
 
+class TimerService;
+
 /// Where a suspended coroutine resumes: a pool, or the run loop of syncWait().
 /// Every thread has a current scheduler (null on plain threads); an awaiter
 /// records it when its coroutine suspends and resumes the coroutine there.
@@ -21,6 +23,10 @@ class COEXEC_EXPORT Scheduler {
   /// then not be called, since the scheduler may be gone once post() returns.
   virtual bool retain() noexcept { return false; }
   virtual void release() noexcept {}
+  /// The timer service that sleeps of coroutines running here wait in, on
+  /// the clock this scheduler keeps time by (a pool's own); null for the
+  /// process-wide steady-clock service. Never blocks; never throws.
+  virtual TimerService* timerService() noexcept { return nullptr; }
 
  protected:
   ~Scheduler() = default;

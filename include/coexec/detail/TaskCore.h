@@ -30,10 +30,18 @@ COEXEC_EXPORT bool isOperationCancelled(const std::exception_ptr& error) noexcep
 class TaskCore;
 
 /// Told when a coroutine task started on a pool thread finishes (possibly on
-/// another thread, possibly inside the start call).
+/// another thread, possibly inside the start call), and when it creates its
+/// token on demand.
 class CoroutineObserver {
  public:
   virtual void coroutineFinished(TaskCore& task, const RunResult& result) noexcept = 0;
+  /// The running coroutine of `task` has just created the task's token
+  /// (TaskCore::createToken()), on the coroutine's thread: a pool tracks the
+  /// task from now on, as it tracks tasks whose callable takes a token, so
+  /// that shutdownNow() cancels it. Called before the coroutine gets the
+  /// token; if it throws, it is called again on the next demand.
+  /// \throws std::bad_alloc if the task cannot be recorded.
+  virtual void coroutineTokenCreated(TaskCore& task) = 0;
 
  protected:
   ~CoroutineObserver() = default;
@@ -102,16 +110,18 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// calling thread, outside the lock.
   bool requestCancel() noexcept;
 
-  /// Cancels the task's token only (shutdownNow() on a running task): the
-  /// Future reports whatever the task then does. Runs token callbacks on the
-  /// calling thread.
+  /// Cancels the task's token only (shutdownNow() on a running task), if it
+  /// has one: the Future reports whatever the task then does. Runs token
+  /// callbacks on the calling thread.
   void requestTokenCancellation() noexcept {
-    if (source_) source_->requestCancellation();
+    // seq_cst: see createToken().
+    if (tokenStage_.load(std::memory_order_seq_cst) == kTokenReady) source_->requestCancellation();
   }
 
   [[nodiscard]] bool hasFuture() const noexcept { return hasFuture_; }
-  /// True if the task's callable takes a CancellationToken.
-  [[nodiscard]] bool hasToken() const noexcept { return source_.has_value(); }
+  /// True if the task has a token: its callable takes a CancellationToken, or
+  /// its coroutine created one (createToken()).
+  [[nodiscard]] bool hasToken() const noexcept { return tokenStage_.load(std::memory_order_acquire) == kTokenReady; }
   [[nodiscard]] int priority() const noexcept { return priority_; }
   /// Why the pool is handing this task to its rejection policy; set by the
   /// pool before it calls the policy. Points to a string literal.
@@ -148,7 +158,16 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   virtual void invoke() = 0;
   /// Drops a stored value (the task was cancelled while running).
   virtual void discardValue() noexcept = 0;
+  /// The task's token; a token that is never cancelled if it has none.
   [[nodiscard]] CancellationToken token() const noexcept;
+  /// Gives a running task a token if it has none yet, for a coroutine that
+  /// asks for it (a task allocates its CancellationSource only when its
+  /// callable takes a token or something in its coroutine needs one). Returns
+  /// true if this call created it. A cancellation requested before (the
+  /// Future's cancel() while the task ran) cancels the new token at once.
+  /// Called by the coroutine's thread; concurrent callers wait for the first.
+  /// \throws std::bad_alloc.
+  bool createToken();
   /// Publishes the end of a started task: `error` is what its body threw (null
   /// on success). Returns the outcome for the pool's counters.
   RunResult finish(std::exception_ptr error) noexcept;
@@ -179,11 +198,20 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   bool blockUntilDone(const Clock::time_point* deadline);
 
   std::atomic<std::uint32_t> state_{kQueued};
-  std::exception_ptr error_;                  // written by the settler before `done`, read after it
-  Continuation continuation_ = nullptr;       // written before kContinuation is set, read by the settler
-  void* continuationArg_ = nullptr;           // ditto
-  std::optional<CancellationSource> source_;  // set at construction, then const
+  std::exception_ptr error_;             // written by the settler before `done`, read after it
+  Continuation continuation_ = nullptr;  // written before kContinuation is set, read by the settler
+  void* continuationArg_ = nullptr;      // ditto
+  // The token: tokenStage_ says whether source_ is constructed. kTokenReady
+  // from the constructor for a callable taking a token; otherwise
+  // kNoToken until createToken() moves it to kTokenCreating (the one thread
+  // that constructs source_), then to kTokenReady. Nobody else touches
+  // source_ before seeing kTokenReady; then it is const until destruction.
+  static constexpr std::uint8_t kNoToken = 0;
+  static constexpr std::uint8_t kTokenCreating = 1;
+  static constexpr std::uint8_t kTokenReady = 2;
+  std::optional<CancellationSource> source_;
   const bool hasFuture_;
+  std::atomic<std::uint8_t> tokenStage_;
   const int priority_;
 };
 

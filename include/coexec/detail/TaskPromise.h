@@ -14,9 +14,30 @@
 namespace coexec {
 template <class T>
 class Task;
-}
+class CancellationToken;
+}  // namespace coexec
 
 namespace coexec::detail {
+
+/// What a coroutine knows about the pool task it runs for. Set on the root
+/// Task's promise by whoever runs it as a task (CoroutineTask, which lives
+/// as long as the frame) and copied into every Task the chain awaits
+/// (TaskAwaiter), so that a child task runs with its parent's token. A
+/// Task run by syncWait(), or awaited by a coroutine that is not a Task,
+/// has none.
+///
+/// Thread safety: called only by the coroutines of one chain, which run one
+/// at a time.
+class TaskContext {
+ public:
+  /// The task's cancellation token, created on first demand (a coroutine
+  /// task gets one only when something in it asks). Never blocks.
+  /// \throws std::bad_alloc if the token cannot be created.
+  virtual CancellationToken cancellationToken() = 0;
+
+ protected:
+  ~TaskContext() = default;
+};
 
 /// Called when a root task (one nobody awaits: submitted to a pool, run by
 /// syncWait) finishes, inside its final suspension. The callee may destroy the
@@ -54,11 +75,15 @@ class TaskPromiseBase : public Recycled {
   }
   [[nodiscard]] bool started() const noexcept { return started_; }
   [[nodiscard]] const std::exception_ptr& error() const noexcept { return error_; }
+  /// The task this coroutine runs for (see TaskContext), or null.
+  void setContext(TaskContext* context) noexcept { context_ = context; }
+  [[nodiscard]] TaskContext* context() const noexcept { return context_; }
 
  protected:
   std::exception_ptr error_;
 
  private:
+  TaskContext* context_ = nullptr;
   std::coroutine_handle<> continuation_;
   TaskCompletion completion_ = nullptr;
   void* completionArg_ = nullptr;
@@ -110,14 +135,29 @@ class TaskPromise<void> final : public TaskPromiseBase {
   }
 };
 
-/// What `co_await task` evaluates to. Starts the task by symmetric transfer.
+/// The TaskContext of the coroutine `awaiting`: its own if it is a Task,
+/// null for any other coroutine. For awaiters, in await_suspend. Never throws.
+template <class Promise>
+TaskContext* taskContextOf(std::coroutine_handle<Promise> awaiting) noexcept {
+  if constexpr (std::is_base_of_v<TaskPromiseBase, Promise>) {
+    return awaiting.promise().context();
+  } else {
+    return nullptr;
+  }
+}
+
+/// What `co_await task` evaluates to. Starts the task by symmetric transfer,
+/// in the awaiter's TaskContext.
 template <class T>
 class TaskAwaiter {
  public:
   explicit TaskAwaiter(std::coroutine_handle<TaskPromise<T>> handle) noexcept : handle_(handle) {}
   bool await_ready() const noexcept { return false; }
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiter) noexcept {
-    handle_.promise().setContinuation(awaiter);
+  template <class Promise>
+  std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> awaiter) noexcept {
+    TaskPromise<T>& child = handle_.promise();
+    child.setContext(taskContextOf(awaiter));  // one pointer: the child runs for the parent's task
+    child.setContinuation(awaiter);
     return transferTo(handle_);
   }
   decltype(auto) await_resume() { return handle_.promise().result(); }
