@@ -116,7 +116,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     // workers take it only on their way to parking (stealLocked), so a
     // worker that blocks after the hop cannot strand it. Written with
     // exchange by the owner (post) and by thieves.
-    std::atomic<void*> nextContinuation{nullptr};
+    alignas(64) std::atomic<void*> nextContinuation{nullptr};
     // Coroutines that yielded on this worker (resumeOn of the pool it runs
     // on), oldest first, each with the number of items that were waiting
     // when it yielded: the worker runs that many other items (or runs out of

@@ -496,11 +496,15 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
     // keepAliveTime runs on the pool's clock: the steady clock's is the
     // condition variable's own timeout; a ManualClock's is an alarm on the
     // pool's timer service (onKeepAliveAlarm), fired by advance().
-    if (idleSince == Clock::time_point{}) idleSince = clock_.now();
-    const auto deadline = detail::deadlineOn(idleSince, keepAliveTime_);
-    // An idle thread may time out even while coroutines are in flight: a
-    // continuation posted to a pool without threads starts one.
-    if (timed && waited && clock_.now() >= deadline) return exitUnlessYields();
+    // Only a thread that may time out reads the clock.
+    Clock::time_point deadline = Clock::time_point::max();
+    if (timed) {
+      if (idleSince == Clock::time_point{}) idleSince = clock_.now();
+      deadline = detail::deadlineOn(idleSince, keepAliveTime_);
+      // An idle thread may time out even while coroutines are in flight: a
+      // continuation posted to a pool without threads starts one.
+      if (waited && clock_.now() >= deadline) return exitUnlessYields();
+    }
     worker.signalled = false;
     idleWorkers_.push_back(&worker);
     idleCount_.store(idleWorkers_.size(), std::memory_order_seq_cst);
