@@ -66,6 +66,10 @@ TEST_CASE("PoolStats formats on one line as documented", "[stats][format]") {
   CHECK(fmt::format("{}", s) ==
         "pool 'io' RUNNING: size 2 (core 1, max 2, largest 2), active 2, queued 1/1, "
         "tasks 7 (completed 3, failed 1, cancelled 0, discarded 0, drained 0), rejected 2");
+  s.scheduledCount = 3;  // shown only while timers are pending
+  CHECK(fmt::format("{}", s) ==
+        "pool 'io' RUNNING: size 2 (core 1, max 2, largest 2), active 2, queued 1/1, "
+        "tasks 7 (completed 3, failed 1, cancelled 0, discarded 0, drained 0), rejected 2, scheduled 3");
 }
 
 TEST_CASE("the formatted stats of a live pool name the pool and its state", "[stats][format]") {

@@ -188,6 +188,29 @@ TEST_CASE("a ScheduledFuture is a Future: it binds to Future&, and a coroutine a
   CHECK(awaited.get() == "later!");
 }
 
+TEST_CASE("advance() hands due tasks to the pool in deadline order, equal deadlines in schedule order",
+          "[schedule][manual]") {
+  ManualClock clock;
+  ThreadPoolExecutor pool(manualPool(clock, 1));  // one thread: the pool runs them in the order handed over
+  std::mutex mutex;
+  std::vector<int> order;
+  std::vector<ScheduledFuture<void>> futures;
+  const auto record = [&](int label) {
+    return [&, label] {
+      std::lock_guard lock(mutex);
+      order.push_back(label);
+    };
+  };
+  futures.push_back(pool.schedule(record(30), 30ms));
+  futures.push_back(pool.schedule(record(10), 10ms));
+  futures.push_back(pool.schedule(record(20), 20ms));
+  futures.push_back(pool.schedule(record(21), 20ms));
+  clock.advance(1h);
+  for (auto& f : futures)
+    f.get();
+  CHECK(order == std::vector<int>{10, 20, 21, 30});
+}
+
 TEST_CASE("a zero or negative delay makes the task due at once, without advancing the clock", "[schedule][manual]") {
   ManualClock clock;
   ThreadPoolExecutor pool(manualPool(clock));
@@ -535,6 +558,31 @@ TEST_CASE("cancel() of a periodic schedule: its timer goes at once, a run in pro
     pool.close();
     CHECK(pool.stats().completedTaskCount == 1);
   }
+}
+
+TEST_CASE("a coroutine awaits a named PeriodicHandle until the schedule ends", "[periodic][manual]") {
+  ManualClock clock;
+  ThreadPoolExecutor pool(manualPool(clock));
+  std::atomic<int> runs{0};
+  PeriodicHandle handle = pool.scheduleAtFixedRate(
+      [&] {
+        if (++runs == 3) throw std::runtime_error("third run fails");
+      },
+      1ms, 1ms);
+  auto watcher = [](PeriodicHandle& named) -> Task<std::string> {
+    try {
+      co_await named;
+    } catch (const std::runtime_error& e) {
+      co_return e.what();
+    }
+    co_return "ended normally";
+  };
+  Future<std::string> watched = pool.submit(watcher(handle));
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(armed(pool));
+    clock.advance(1ms);
+  }
+  CHECK(watched.get() == "third run fails");
 }
 
 TEST_CASE("a period or delay that is not positive is refused, naming it", "[periodic]") {
