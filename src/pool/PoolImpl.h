@@ -379,10 +379,17 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   const bool runDelayedAfterShutdown_;
   const bool continuePeriodicAfterShutdown_;
   // Guarded by mutex_:
-  RingBuffer<TaskCore*> due_;          // timer tasks that became due, each holding a reference; run like continuations
   ScheduledItem* liveItems_ = nullptr;  // live timer items (see ScheduledItem), each holding a reference
   std::size_t liveCount_ = 0;
   std::size_t armedCount_ = 0;  // PoolStats::scheduledCount
+  // Timer tasks that became due, each holding a reference, run like
+  // continuations. Their own lock (taken after mutex_, never before it), so
+  // that workers take due work without the pool's lock while the timer
+  // thread fires a batch under it; pushes happen under both.
+  alignas(64) mutable std::mutex dueMutex_;
+  RingBuffer<TaskCore*> due_;             // guarded by dueMutex_
+  std::atomic<std::size_t> dueCount_{0};  // due_.size(), stored under dueMutex_ (seq_cst), readable anywhere
+
   // Pins held by threads on their way to this pool from a timer item (see
   // ScheduledItem): the pool does not terminate while one is held. Taken
   // under the item's guard, dropped under mutex_.
@@ -457,6 +464,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   Work popLocal(Worker& worker);
   // Takes the oldest task of `victim`'s local queue; false if it is empty.
   bool stealFrom(Worker& victim, Ref<TaskCore>& out) noexcept;
+  // The oldest due timer task (due_), without the pool's lock; empty if none.
+  Work popDue();
   // The oldest task of inject_, without the pool's lock (or with it, `locked`).
   Work popInject(bool locked);
   // Requires: mutex_ held. The oldest task of another worker's local queue.
@@ -484,7 +493,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
  public:
   // Requires: mutex_ held. After the shared queues changed.
   void publishSharedWorkLocked() noexcept {
-    sharedWork_.store(queue_.size() + continuations_.size() + due_.size(), std::memory_order_seq_cst);
+    sharedWork_.store(queue_.size() + continuations_.size(), std::memory_order_seq_cst);
   }
   // Requires: mutex_ held.
   void setStateLocked(PoolState state) noexcept {

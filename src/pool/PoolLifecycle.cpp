@@ -51,7 +51,8 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
   poolSizeMirror_.store(workers_.size(), std::memory_order_seq_cst);
   if (blockedProducers_ > 0) roomAvailable_.notify_all();  // room for a new thread
   if (workers_.empty() &&
-      ((sharedQueuedLocked() > 0 && state_ != PoolState::stop) || !continuations_.empty() || !due_.empty())) {
+      ((sharedQueuedLocked() > 0 && state_ != PoolState::stop) || !continuations_.empty() ||
+       dueCount_.load(std::memory_order_seq_cst) > 0)) {
     // Never leave queued work without a thread (the pool was resized or all
     // threads timed out while a task arrived).
     FactoryErrors errors;
@@ -72,7 +73,9 @@ void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
   if (state_ == PoolState::shutdown && sharedQueuedLocked() > 0) return;
   // Timers it must still run (or end), due work, and threads on their way
   // here from a timer (see ScheduledItem).
-  if (liveCount_ > 0 || !due_.empty() || timerPins_.load(std::memory_order_seq_cst) > 0) return;
+  if (liveCount_ > 0 || dueCount_.load(std::memory_order_seq_cst) > 0 || timerPins_.load(std::memory_order_seq_cst) > 0) {
+    return;
+  }
   terminating_ = true;
   if (hooks_.terminated) {
     lock.unlock();
@@ -107,7 +110,7 @@ void ThreadPoolExecutor::shutdown() {
   lock.lock();
   p.timerPins_.fetch_sub(1, std::memory_order_seq_cst);
   detail::PoolImpl::FactoryErrors errors;
-  if (p.workers_.empty() && (p.sharedQueuedLocked() > 0 || !p.due_.empty()) && p.state_ == PoolState::shutdown) {
+  if (p.workers_.empty() && (p.sharedQueuedLocked() > 0 || p.dueCount_.load(std::memory_order_seq_cst) > 0) && p.state_ == PoolState::shutdown) {
     PendingTask none;  // queued work whose thread failed to start: try again to drain it
     p.addWorkerLocked(none, errors);
   }

@@ -21,7 +21,9 @@
 //   is empty (tryTerminateLocked).
 //
 // Locks: mutex_ guards the live list, every item's armed/timer/deadline/due
-// fields, due_ and the counters; it is taken before TimerService's own lock
+// fields and the counters; due_ has its own dueMutex_ (pushed under both,
+// popped by workers under dueMutex_ alone). mutex_ is taken before
+// dueMutex_, before TimerService's own lock
 // and before an item's guard, never the other way round (a pin is taken
 // under the guard, which is released before mutex_ is taken). User code
 // (settling Futures and handles, token callbacks, dropping tasks) runs with
@@ -213,7 +215,10 @@ void PoolImpl::addItemLocked(ScheduledItem& item, Clock::time_point deadline, Cl
   }
   // Room in due_ for the work of every live item and of what is already
   // there, so that handing work over (in a timer callback) never allocates.
-  due_.reserve(due_.size() + liveCount_ + 1);
+  {
+    std::lock_guard dueLock(dueMutex_);
+    due_.reserve(due_.size() + liveCount_ + 1);
+  }
   item.retainItem();
   item.prev = nullptr;
   item.next = liveItems_;
@@ -316,8 +321,13 @@ bool PoolImpl::periodicMustEndLocked(const PeriodicState& state, std::exception_
 }
 
 void PoolImpl::pushDueLocked(TaskCore* task, FactoryErrors& errors) {
-  due_.push(task);  // room reserved by addItemLocked
-  publishSharedWorkLocked();
+  {
+    std::lock_guard dueLock(dueMutex_);
+    due_.push(task);  // room reserved by addItemLocked
+    // seq_cst: a parking worker announces itself, then reads this (under
+    // mutex_, which we hold too: the wake-up below sees it on the idle stack).
+    dueCount_.store(due_.size(), std::memory_order_seq_cst);
+  }
   // Below corePoolSize a new thread runs it, as admission's step 1 would:
   // a pool that only runs timers still grows to its core size, so one long
   // run does not hold up every other timer.
@@ -430,8 +440,15 @@ void PoolImpl::stopTimersLocked(bool now, TimerWork& work, std::vector<PendingTa
   // shutdownNow(): the due one-shot tasks are ready tasks that never started,
   // appended to `drained` (the queue's); queued periodic runs end their
   // schedules.
-  while (!due_.empty()) {
-    Ref<TaskCore> task = Ref<TaskCore>::adopt(due_.pop());
+  std::vector<TaskCore*> due;
+  {
+    std::lock_guard dueLock(dueMutex_);
+    while (!due_.empty())
+      due.push_back(due_.pop());
+    dueCount_.store(0, std::memory_order_seq_cst);
+  }
+  for (TaskCore* raw : due) {
+    Ref<TaskCore> task = Ref<TaskCore>::adopt(raw);
     if (task->countsInStats) {
       drained->push_back(PendingTask(std::move(task)));  // counted by shutdownNow(), with the queue's
     } else {

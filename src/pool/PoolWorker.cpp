@@ -59,6 +59,9 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
       work = Work{{}, yielded, false, true};
     } else {
       work = popLocal(*worker);
+      // Due timer tasks before the shared queue: they are admitted work
+      // whose time has come (a relaxed look first: nearly always none).
+      if (!work && dueCount_.load(std::memory_order_relaxed) > 0) work = popDue();
       if (!work) work = popInject(/*locked=*/false);
     }
     if (!work) {
@@ -279,6 +282,14 @@ PoolImpl::Work PoolImpl::popInject(bool locked) {
   return Work{Ref<TaskCore>::adopt(raw), {}, false};
 }
 
+PoolImpl::Work PoolImpl::popDue() {
+  std::lock_guard lock(dueMutex_);
+  if (due_.empty()) return {};
+  TaskCore* task = due_.pop();
+  dueCount_.store(due_.size(), std::memory_order_seq_cst);
+  return Work{Ref<TaskCore>::adopt(task), {}, false};
+}
+
 PoolImpl::Work PoolImpl::popLocal(Worker& worker) {
   TaskCore* raw = nullptr;
   if (!worker.local.pop(raw)) return {};
@@ -400,7 +411,7 @@ void PoolImpl::spinForWorkLocked(std::unique_lock<std::mutex>& lock) {
       [&] {
         // A fork that saw searching_ == 0 does not signal; the recheck under
         // the lock after the window finds its task.
-        return sharedWork_.load(std::memory_order_seq_cst) > 0 ||
+        return sharedWork_.load(std::memory_order_seq_cst) > 0 || dueCount_.load(std::memory_order_seq_cst) > 0 ||
                localSignal_.load(std::memory_order_relaxed) != signal || !inject_->empty() ||
                stateMirror_.load(std::memory_order_relaxed) != PoolState::running;
       },
@@ -415,7 +426,8 @@ void PoolImpl::spinForWorkLocked(std::unique_lock<std::mutex>& lock) {
 void PoolImpl::wakeHelperLocked() {
   // Work remains after the taker's share: get another worker going, unless
   // one is already searching (it will find the rest).
-  const bool more = sharedWork_.load(std::memory_order_relaxed) > 0 || (inject_ && !inject_->empty());
+  const bool more = sharedWork_.load(std::memory_order_relaxed) > 0 || (inject_ && !inject_->empty()) ||
+                    dueCount_.load(std::memory_order_relaxed) > 0;
   if (more && searching_.load(std::memory_order_seq_cst) == 0) {
     wakeOneLocked();
   }
@@ -455,12 +467,7 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
     }
     // Then timer work that became due: admitted, never rejected, run even
     // after shutdown() (shutdownNow() drains it).
-    if (!due_.empty()) {
-      Work work{Ref<TaskCore>::adopt(due_.pop()), {}, false};
-      publishSharedWorkLocked();
-      wakeHelperLocked();
-      return work;
-    }
+    if (Work work = popDue()) return work;
     const std::size_t inFlight = inFlightLocked();
     if (state_ == PoolState::stop && inFlight == 0) return exitUnlessYields();
     const std::size_t shared = sharedQueuedLocked();
@@ -510,7 +517,7 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
     idleCount_.store(idleWorkers_.size(), std::memory_order_seq_cst);
     // Pushed (locally or to inject_, without the lock) before it could see us
     // idle: take it instead of sleeping.
-    if (anyLocalWorkLocked() || (inject_ && !inject_->empty())) {
+    if (anyLocalWorkLocked() || (inject_ && !inject_->empty()) || dueCount_.load(std::memory_order_seq_cst) > 0) {
       idleWorkers_.pop_back();
       idleCount_.store(idleWorkers_.size(), std::memory_order_relaxed);
       continue;
