@@ -315,11 +315,12 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// inline on the thread that settles the last task if that thread belongs
   /// to its executor, otherwise posted there, never rejected. It may be
   /// awaited from any coroutine, on any executor or under syncWait().
-  /// \throws RejectedExecution when admission refuses a task (under abort(),
-  /// or after shutdown(): then no task is started); the tasks already started
-  /// are cancelled and waited for first. Under a policy that settles the
-  /// refused task instead (discard(), callerRuns() after shutdown), that
-  /// task fails with RejectedExecution like any failing task.
+  /// \throws RejectedExecution after shutdown(), whatever the rejection
+  /// policy, with no task started (counted nowhere); and when admission
+  /// refuses a task under abort() or block(): the tasks already started are
+  /// cancelled and waited for first. Under a policy that settles a refused
+  /// task instead (discard(), discardOldest()), that task fails with
+  /// RejectedExecution like any failing task.
   /// \throws std::invalid_argument (empty callable or empty Task) or
   /// std::logic_error (a Task already started) before anything starts;
   /// std::bad_alloc. Cost: O(n); allocations: the tasks (recycled per thread,
@@ -522,6 +523,9 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   }
   /// The timer service of this pool, on its clock. Never blocks.
   detail::TimerService& timerService() noexcept;
+  /// \throws RejectedExecution (counted nowhere: no task was handed over) if
+  /// the pool is shut down, naming `operation`. Never blocks otherwise.
+  void throwIfShutdown(const char* operation) const;
   /// Hands `error` to the uncaught-exception handler (or prints it), on the
   /// calling thread. Never throws.
   void reportUncaught(const std::exception_ptr& error) noexcept;

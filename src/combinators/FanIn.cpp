@@ -71,6 +71,13 @@ void FanIn::refuse(std::exception_ptr error) noexcept {
 }
 
 void FanIn::armTimeout(ThreadPoolExecutor& pool, Clock::time_point deadline) {
+  if (pool.clock().now() >= deadline) {
+    // The deadline passed while the children were handed over (on a
+    // ManualClock, a timer already due would wait for the next advance()).
+    // acquire: children_ counts arming's hold too.
+    if (children_.load(std::memory_order_acquire) > 1) stop(StopReason::timedOut, 0);
+    return;
+  }
   TimerService& service = CombinatorAccess::timerService(pool);
   holds_.fetch_add(1, std::memory_order_relaxed);  // the timer's, until it fired or was removed
   TimerId timer;

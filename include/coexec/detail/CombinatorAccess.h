@@ -48,6 +48,10 @@ struct CombinatorAccess {
     return ThreadPoolExecutor::futureOf<R>(std::move(core));
   }
 
+  /// \throws RejectedExecution if `pool` is shut down (nothing is started).
+  static void throwIfShutdown(const ThreadPoolExecutor& pool, const char* operation) {
+    pool.throwIfShutdown(operation);
+  }
   static TimerService& timerService(ThreadPoolExecutor& pool) noexcept { return pool.timerService(); }
   static void reportUncaught(ThreadPoolExecutor& pool, const std::exception_ptr& error) noexcept {
     pool.reportUncaught(error);

@@ -136,7 +136,8 @@ class COEXEC_EXPORT FanIn : private TaskContext {
   /// are stopped.
   void refuse(std::exception_ptr error) noexcept;
   /// Cancels the unsettled children at `deadline` on the clock of `pool`
-  /// (its timer service). \throws std::bad_alloc, std::system_error.
+  /// (its timer service), or at once if the clock has passed it.
+  /// \throws std::bad_alloc, std::system_error.
   void armTimeout(ThreadPoolExecutor& pool, Clock::time_point deadline);
   /// Ends arming. Returns true if the coroutine stays suspended (another
   /// thread resumes it), false if every child has settled already (the

@@ -218,6 +218,13 @@ class [[nodiscard]] InvokeAwaitable final : private FanIn {
       }
       deadline = saturatedAdd(pool_->clock().now(), *timeout_);
     }
+    try {
+      CombinatorAccess::throwIfShutdown(*pool_, operation());  // whatever the policy: nothing starts
+    } catch (...) {
+      invalid_ = std::current_exception();
+      outcome_ = Outcome::invalid;
+      return false;
+    }
     if (!beginArming(awaiting, parent)) return false;  // the awaiting task is cancelled already
     std::size_t index = 0;
     for (auto&& element : range()) {
@@ -267,9 +274,13 @@ class [[nodiscard]] InvokeAwaitable final : private FanIn {
     self.childSettled(failed, static_cast<std::size_t>(&slot - self.slots_.data()));  // may resume the awaiter
   }
 
+  // Last to first: the tasks were admitted in input order, so the later ones
+  // are the likelier to be queued. Cancelling them first means that a thread
+  // freed by a running task's cancellation finds them cancelled, instead of
+  // starting one before its turn to be cancelled comes.
   void cancelChildren() noexcept override {
-    for (Slot& slot : slots_) {
-      if (slot.core) slot.core->requestCancel();  // false for one that settled: harmless
+    for (std::size_t i = slots_.size(); i > 0; --i) {
+      if (slots_[i - 1].core) slots_[i - 1].core->requestCancel();  // false for one that settled: harmless
     }
   }
 
