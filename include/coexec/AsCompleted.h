@@ -44,8 +44,10 @@ class NextAwaiter;
 /// blocks and cancels nothing (like dropping the Futures; see
 /// cancelRemaining()).
 ///
-/// Thread safety: one consumer at a time calls next(), remaining() and
-/// cancelRemaining(); the inputs may settle on any thread meanwhile.
+/// Thread safety: one consumer at a time calls next(); remaining(),
+/// size() and cancelRemaining() may be called from any thread, also while
+/// the consumer waits (a timer may cancel the stragglers); the inputs may
+/// settle on any thread meanwhile.
 template <class R>
 class [[nodiscard]] AsCompleted {
  public:
@@ -75,10 +77,11 @@ class [[nodiscard]] AsCompleted {
   /// How many inputs there are in all.
   [[nodiscard]] std::size_t size() const noexcept { return queue_ ? queue_->size() : 0; }
 
-  /// Cancels every input not yielded yet (Future::cancel(): a queued task
-  /// never starts, a running one has its token cancelled); each is still
-  /// yielded once it has settled. Returns how many cancel() calls returned
-  /// true. Never blocks (cancellation callbacks run on this thread).
+  /// Cancels every input that has not settled yet (Future::cancel(): a
+  /// queued task never starts, a running one has its token cancelled); each
+  /// is still yielded once it has settled. Returns how many were cancelled
+  /// (cancel() returned true). Never blocks (cancellation callbacks run on
+  /// this thread). Cost: O(n).
   std::size_t cancelRemaining();
 
  private:
@@ -114,14 +117,13 @@ struct FutureValue<Future<R>> {
 /// unsettled input holds a reference) and with a parked next().
 ///
 /// Locking: mutex_ guards settled_, yielded_, waiter_, cancelling_, and the
-/// `order` fields of the slots. The slots' cores are written by the consumer
-/// alone (when it takes one) and read by the consumer or by a cancellation
-/// callback running while the consumer is parked.
+/// `order` fields of the slots. The slots' cores are written once, before
+/// the queue is shared, and only read afterwards (from any thread).
 template <class R>
 class CompletionQueue final : public RefCounted, public Recycled {
  public:
   struct Slot {
-    Ref<ResultCore<R>> core;  // moved out when the input is yielded
+    Ref<ResultCore<R>> core;  // set before the queue is shared; a yielded Future holds another reference
     CompletionQueue* owner = nullptr;
     std::size_t order = 0;  // slot k: the index of the k-th input to settle
   };
@@ -151,14 +153,16 @@ class CompletionQueue final : public RefCounted, public Recycled {
     if (yielded_ == settled_) {
       throw std::logic_error("coexec::AsCompleted: no input has settled yet (await next() instead)");
     }
-    Slot& slot = slots_[slots_[yielded_++].order];
-    return CombinatorAccess::future<R>(std::move(slot.core));
+    const Slot& slot = slots_[slots_[yielded_++].order];
+    return CombinatorAccess::future<R>(slot.core);  // a new reference: the slot's stays (see the class comment)
   }
 
+  /// Any thread. Requests cancellation of every input; true for those that
+  /// had not settled. Inline settles come back through onSettled().
   std::size_t cancelUnsettled() noexcept {
     std::size_t cancelled = 0;
     for (Slot& slot : slots_) {
-      if (slot.core && slot.core->requestCancel()) ++cancelled;  // inline settles come back through onSettled
+      if (slot.core->requestCancel()) ++cancelled;
     }
     return cancelled;
   }

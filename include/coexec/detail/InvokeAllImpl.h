@@ -97,9 +97,9 @@ class [[nodiscard]] InvokeAwaitable final : private FanIn {
   /// co_await and docs/coroutines.md).
   Awaiter operator co_await() && noexcept {
     static_assert(!kOwnsRange,
-                  "coexec: GCC 12 miscompiles temporaries in a co_await expression; name the range of tasks (co_await "
-                  "pool.invokeAll(tasks)) or the awaitable (auto all = pool.invokeAll(std::move(tasks)); co_await "
-                  "all;) first (see docs/combinators.md)");
+                  "coexec: GCC 12 miscompiles temporaries in a co_await expression; name the inputs or the awaitable "
+                  "first: the range of tasks (co_await pool.invokeAll(tasks);) or the awaitable (auto all = "
+                  "pool.invokeAll(std::move(tasks)); co_await all;) (see docs/combinators.md)");
     return Awaiter(*this);
   }
 #else
