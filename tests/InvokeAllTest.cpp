@@ -64,6 +64,10 @@ Task<int> invokeAnyOf(ThreadPoolExecutor& pool, Range& tasks) {
 
 Task<int> square(int i) { co_return i* i; }
 
+/// Returns once the one thread of `driver` is free: a coroutine it runs has
+/// suspended (for invokeAll: every task was handed over and the timer armed).
+void waitUntilSuspended(ThreadPoolExecutor& driver) { driver.submit([] {}).get(); }
+
 /// A callable that can only be moved.
 struct MoveOnlyTask {
   std::unique_ptr<int> value;
@@ -238,6 +242,7 @@ TEST_CASE("invokeAll with a timeout throws TimeoutError right after the deadline
     co_return std::string("no timeout");
   });
   REQUIRE(children.started.waitFor(2));
+  waitUntilSuspended(driver);
   clock.advance(999ms);
   CHECK(children.cancelled.count() == 0);
   CHECK_FALSE(outer.isDone());
@@ -267,6 +272,7 @@ TEST_CASE("an uncooperative task delays invokeAll's TimeoutError until it return
     co_return false;
   });
   REQUIRE(children.started.waitFor(1));
+  waitUntilSuspended(driver);
   clock.advance(1s);
   CHECK_FALSE(outer.isDone());
   children.release.open();
@@ -502,6 +508,7 @@ TEST_CASE("invokeAny with a timeout throws TimeoutError once the cancelled tasks
     co_return false;
   });
   REQUIRE(children.started.waitFor(2));
+  waitUntilSuspended(driver);
   clock.advance(5s);
   REQUIRE(children.cancelled.waitFor(2));
   CHECK_FALSE(outer.isDone());

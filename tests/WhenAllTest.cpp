@@ -73,7 +73,7 @@ Task<int> sleepsAnHour(Counter& sleeping, std::atomic<bool>& wokeCancelled) {
 
 Task<int> failsAfter(ThreadPoolExecutor& pool, Counter& ready, std::size_t wait) {
   Future<void> hop = pool.submit([] {});
-  co_await hop;  // suspends: the Tasks after this one start meanwhile
+  co_await hop;
   if (!ready.waitFor(wait)) throw std::logic_error("the other children did not start");
   throw std::runtime_error("the Task failed");
 }
@@ -131,7 +131,9 @@ TEST_CASE("whenAll's first failure cancels the other children and is rethrown on
   Future<int> slow = pool.submit(children.cooperative());
   Future<std::string> outer = driver.submit([&]() -> Task<std::string> {
     try {
-      (void)co_await whenAll(slow, failsAfter(pool, sleeping, 1), sleepsAnHour(sleeping, sleepCancelled));
+      // The sleeping Task starts first (Tasks start in argument order): the
+      // failing one may run on without suspending if its hop is quick.
+      (void)co_await whenAll(slow, sleepsAnHour(sleeping, sleepCancelled), failsAfter(pool, sleeping, 1));
     } catch (const std::runtime_error& e) {
       co_return std::string(e.what());
     }

@@ -71,25 +71,31 @@ void FanIn::refuse(std::exception_ptr error) noexcept {
 }
 
 void FanIn::armTimeout(ThreadPoolExecutor& pool, Clock::time_point deadline) {
-  if (pool.clock().now() >= deadline) {
-    // The deadline passed while the children were handed over (on a
-    // ManualClock, a timer already due would wait for the next advance()).
-    // acquire: children_ counts arming's hold too.
-    if (children_.load(std::memory_order_acquire) > 1) stop(StopReason::timedOut, 0);
-    return;
+  const Clock& clock = pool.clock();
+  if (clock.now() < deadline) {
+    TimerService& service = CombinatorAccess::timerService(pool);
+    holds_.fetch_add(1, std::memory_order_relaxed);  // the timer's, until it fired or was removed
+    TimerId timer;
+    try {
+      timer = service.schedule(deadline, &FanIn::onTimer, this);
+    } catch (...) {
+      holds_.fetch_sub(1, std::memory_order_relaxed);  // arming still holds one: never zero here
+      throw;
+    }
+    timerService_ = &service;
+    timerSlot_ = timer.slot;
+    timerGeneration_ = timer.generation;
+    // Still ahead: the timer fires then. Passed since we looked (a
+    // ManualClock advanced meanwhile: a timer already due would wait for
+    // the next advance()), and the timer is removed: the deadline applies
+    // now. If it cannot be removed, it is firing: it applies it.
+    if (clock.now() < deadline || !service.cancel(timer)) return;
+    timerService_ = nullptr;
+    holds_.fetch_sub(1, std::memory_order_relaxed);  // the timer's; arming still holds one
   }
-  TimerService& service = CombinatorAccess::timerService(pool);
-  holds_.fetch_add(1, std::memory_order_relaxed);  // the timer's, until it fired or was removed
-  TimerId timer;
-  try {
-    timer = service.schedule(deadline, &FanIn::onTimer, this);
-  } catch (...) {
-    holds_.fetch_sub(1, std::memory_order_relaxed);  // arming still holds one: never zero here
-    throw;
-  }
-  timerService_ = &service;
-  timerSlot_ = timer.slot;
-  timerGeneration_ = timer.generation;
+  // The deadline passed while the children were handed over. acquire:
+  // children_ counts arming's hold too.
+  if (children_.load(std::memory_order_acquire) > 1) stop(StopReason::timedOut, 0);
 }
 
 bool FanIn::finishArming() noexcept {
