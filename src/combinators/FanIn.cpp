@@ -18,7 +18,8 @@
 // sets kArmed, runs it; after arming the winner runs it at once. Either
 // way it runs once, with a hold taken.
 //
-// The timer. children_ counts unsettled children plus arming. Whoever
+// The timer (with a timeout only). children_ counts unsettled children plus
+// arming. Whoever
 // brings it to zero removes the timer; if that succeeds, the timer's hold is
 // released on its behalf; if not, the timer is firing and releases its hold
 // itself. A timer that fires while a child is unsettled stops the others
@@ -44,7 +45,7 @@ namespace coexec::detail {
 
 FanIn::~FanIn() { registration_.reset(); }
 
-bool FanIn::beginArming(std::coroutine_handle<> awaiting, TaskContext* parent) {
+bool FanIn::beginArming(std::coroutine_handle<> awaiting, TaskContext* parent, bool timed) {
   if (parent != nullptr) {
     parentToken_ = parent->cancellationToken();  // may throw std::bad_alloc: nothing started
     if (parentToken_.isCancellationRequested()) {
@@ -56,6 +57,7 @@ bool FanIn::beginArming(std::coroutine_handle<> awaiting, TaskContext* parent) {
   retained_ = scheduler != nullptr && scheduler->retain();
   scheduler_ = scheduler;
   awaiting_ = awaiting;
+  timed_ = timed;
   holds_.store(1, std::memory_order_relaxed);  // arming's
   children_.store(1, std::memory_order_relaxed);
   return true;
@@ -111,7 +113,7 @@ bool FanIn::finishArming() noexcept {
   }
   // acq_rel: a stop's winner that sees kArmed sees the children's slots.
   if ((phase_.fetch_or(kArmed, std::memory_order_acq_rel) & kCancelRequested) != 0) cancelChildren();
-  if (children_.fetch_sub(1, std::memory_order_acq_rel) == 1) childrenDone();
+  if (timed_ && children_.fetch_sub(1, std::memory_order_acq_rel) == 1) childrenDone();
   // acq_rel: the last release sees every child's result.
   if (holds_.fetch_sub(1, std::memory_order_acq_rel) != 1) return true;  // someone else resumes it
   if (retained_) scheduler_->release();  // every child settled while arming: go on here
@@ -128,7 +130,7 @@ void FanIn::childSettled(bool failed, std::size_t index) noexcept {
       break;
     case StopRule::onCompletion: stop(StopReason::childCompleted, index); break;
   }
-  if (children_.fetch_sub(1, std::memory_order_acq_rel) == 1) childrenDone();
+  if (timed_ && children_.fetch_sub(1, std::memory_order_acq_rel) == 1) childrenDone();
   release(/*mayResumeInline=*/true);
 }
 

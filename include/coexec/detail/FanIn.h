@@ -110,11 +110,12 @@ class COEXEC_EXPORT FanIn : private TaskContext {
   // ---- arming: in await_suspend, on the awaiting coroutine's thread ---------
 
   /// Records where `awaiting` resumes and its task's token (`parent`: its
-  /// TaskContext, or null). Returns false if that token is already
-  /// cancelled: start nothing, do not call finishArming(), and let
-  /// await_suspend return false (stopReason() is parentCancelled).
+  /// TaskContext, or null); `timed`: armTimeout() will be called. Returns
+  /// false if that token is already cancelled: start nothing, do not call
+  /// finishArming(), and let await_suspend return false (stopReason() is
+  /// parentCancelled).
   /// \throws std::bad_alloc if the task's token cannot be created.
-  bool beginArming(std::coroutine_handle<> awaiting, TaskContext* parent);
+  bool beginArming(std::coroutine_handle<> awaiting, TaskContext* parent, bool timed);
   /// Creates the token the Task children run under (call before starting
   /// the first one). \throws std::bad_alloc.
   void prepareTaskChildren();
@@ -125,7 +126,7 @@ class COEXEC_EXPORT FanIn : private TaskContext {
     // relaxed: the child is published to other threads after this (through
     // a pool's queue, or run on this thread).
     holds_.fetch_add(1, std::memory_order_relaxed);
-    children_.fetch_add(1, std::memory_order_relaxed);
+    if (timed_) children_.fetch_add(1, std::memory_order_relaxed);
   }
   /// True once a stop was requested or the awaiting task's token cancelled:
   /// start no more children.
@@ -181,12 +182,14 @@ class COEXEC_EXPORT FanIn : private TaskContext {
   static constexpr std::uint8_t kCancelRequested = 2;
 
   const StopRule rule_;
+  bool timed_ = false;  // written by beginArming, before any child exists
   std::atomic<StopReason> stop_{StopReason::none};
   std::atomic<std::uint8_t> phase_{0};
   // holds_: unsettled children, plus one for arming, one for a pending
   // timer, one per cancellation callback at work. The release that brings it
-  // to zero resumes the coroutine. children_: unsettled children plus one for
-  // arming; the release that brings it to zero removes the timer.
+  // to zero resumes the coroutine. children_ (with a timeout only: without,
+  // a child settles with one atomic operation): unsettled children plus one
+  // for arming; the release that brings it to zero removes the timer.
   std::atomic<std::size_t> holds_{0};
   std::atomic<std::size_t> children_{0};
   std::size_t stopIndex_ = 0;     // written by the stop's winner, read after the resumption

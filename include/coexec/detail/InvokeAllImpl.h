@@ -225,7 +225,7 @@ class [[nodiscard]] InvokeAwaitable final : private FanIn {
       outcome_ = Outcome::invalid;
       return false;
     }
-    if (!beginArming(awaiting, parent)) return false;  // the awaiting task is cancelled already
+    if (!beginArming(awaiting, parent, timeout_.has_value())) return false;  // the awaiting task is cancelled already
     std::size_t index = 0;
     for (auto&& element : range()) {
       if (stopping()) break;  // a task failed (or, for invokeAny, succeeded) already: start no more

@@ -241,7 +241,7 @@ class [[nodiscard]] WhenAwaitable final : private FanIn {
       invalid_ = std::current_exception();
       return false;
     }
-    if (!beginArming(awaiting, parent)) return false;  // the awaiting task is cancelled already
+    if (!beginArming(awaiting, parent, /*timed=*/false)) return false;  // the awaiting task is cancelled already
     FanIn& self = *this;
     // The Futures run already: watch them all, in order (for whenAny, the
     // first one already settled wins).
