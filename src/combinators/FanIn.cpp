@@ -2,7 +2,9 @@
 // resumes the awaiting coroutine.
 //
 // Holds. holds_ counts what may still touch the awaiter: each unsettled
-// child, the arming thread (until finishArming), a pending timer (until it
+// child (reserved together before the first starts; those a stop kept from
+// starting are given back by finishArming), the arming thread (until
+// finishArming), a pending timer (until it
 // has fired and done its work, or was removed), and each cancellation
 // callback at work (tryHold: only while the count is not zero, so that a
 // callback arriving after the end touches nothing). Whoever brings it to
@@ -100,7 +102,7 @@ void FanIn::armTimeout(ThreadPoolExecutor& pool, Clock::time_point deadline) {
   if (children_.load(std::memory_order_acquire) > 1) stop(StopReason::timedOut, 0);
 }
 
-bool FanIn::finishArming() noexcept {
+bool FanIn::finishArming(std::size_t unstarted) noexcept {
   if (parentToken_.canBeCancelled()) {
     try {
       // Runs onParentCancelled() at once if the token was cancelled since
@@ -113,9 +115,9 @@ bool FanIn::finishArming() noexcept {
   }
   // acq_rel: a stop's winner that sees kArmed sees the children's slots.
   if ((phase_.fetch_or(kArmed, std::memory_order_acq_rel) & kCancelRequested) != 0) cancelChildren();
-  if (timed_ && children_.fetch_sub(1, std::memory_order_acq_rel) == 1) childrenDone();
+  if (timed_ && children_.fetch_sub(1 + unstarted, std::memory_order_acq_rel) == 1 + unstarted) childrenDone();
   // acq_rel: the last release sees every child's result.
-  if (holds_.fetch_sub(1, std::memory_order_acq_rel) != 1) return true;  // someone else resumes it
+  if (holds_.fetch_sub(1 + unstarted, std::memory_order_acq_rel) != 1 + unstarted) return true;  // someone else resumes it
   if (retained_) scheduler_->release();  // every child settled while arming: go on here
   return false;
 }

@@ -78,12 +78,13 @@ enum class StopReason : std::uint8_t {
 /// coroutine is suspended: how many are left, why they were stopped, the
 /// timeout, the awaiting coroutine's token, and where to resume it. The
 /// derived awaiter owns the children and their results; it arms FanIn in
-/// await_suspend (beginArming, addChild per child, armTimeout,
-/// finishArming), each child calls childSettled() once, and the awaiter
+/// await_suspend (beginArming, reserveChildren, armTimeout, finishArming
+/// with the number of reserved children that never started), each started
+/// child calls childSettled() once, and the awaiter
 /// reads the outcome in await_resume (endWait first).
 ///
 /// Structured: the coroutine is resumed only once every child counted by
-/// addChild() has settled, the timer can no longer fire and no cancellation
+/// reserveChildren() and started has settled, the timer can no longer fire and no cancellation
 /// callback is cancelling children.
 ///
 /// It is also the TaskContext of the Task children a combinator runs inline
@@ -97,7 +98,7 @@ class COEXEC_EXPORT FanIn : private TaskContext {
   FanIn(const FanIn&) = delete;
   FanIn& operator=(const FanIn&) = delete;
 
-  /// For the children, on any thread: a child counted by addChild() has
+  /// For the children, on any thread: a child counted by reserveChildren() has
   /// settled, `failed` or not, and its result is stored. Called once per
   /// child; may resume the coroutine (inline when this thread belongs to its
   /// executor), so the caller must touch nothing of the awaiter afterwards.
@@ -121,12 +122,13 @@ class COEXEC_EXPORT FanIn : private TaskContext {
   void prepareTaskChildren();
   /// The TaskContext for Task children.
   TaskContext* taskChildContext() noexcept { return this; }
-  /// Counts a child about to start: before anything can settle it.
-  void addChild() noexcept {
-    // relaxed: the child is published to other threads after this (through
-    // a pool's queue, or run on this thread).
-    holds_.fetch_add(1, std::memory_order_relaxed);
-    if (timed_) children_.fetch_add(1, std::memory_order_relaxed);
+  /// Counts the `n` children about to start, before any can settle: one
+  /// atomic operation for all (the workers decrement the same counter).
+  void reserveChildren(std::size_t n) noexcept {
+    // relaxed: the children are published to other threads after this
+    // (through a pool's queue, or run on this thread).
+    holds_.fetch_add(n, std::memory_order_relaxed);
+    if (timed_) children_.fetch_add(n, std::memory_order_relaxed);
   }
   /// True once a stop was requested or the awaiting task's token cancelled:
   /// start no more children.
@@ -140,10 +142,11 @@ class COEXEC_EXPORT FanIn : private TaskContext {
   /// (its timer service), or at once if the clock has passed it.
   /// \throws std::bad_alloc, std::system_error.
   void armTimeout(ThreadPoolExecutor& pool, Clock::time_point deadline);
-  /// Ends arming. Returns true if the coroutine stays suspended (another
-  /// thread resumes it), false if every child has settled already (the
-  /// awaiter goes on at once).
-  bool finishArming() noexcept;
+  /// Ends arming; `unstarted`: how many reserved children never started
+  /// (a stop came first). Returns true if the coroutine stays suspended
+  /// (another thread resumes it), false if every child has settled already
+  /// (the awaiter goes on at once).
+  bool finishArming(std::size_t unstarted) noexcept;
 
   // ---- the outcome: in await_resume -----------------------------------------
 
@@ -185,13 +188,6 @@ class COEXEC_EXPORT FanIn : private TaskContext {
   bool timed_ = false;  // written by beginArming, before any child exists
   std::atomic<StopReason> stop_{StopReason::none};
   std::atomic<std::uint8_t> phase_{0};
-  // holds_: unsettled children, plus one for arming, one for a pending
-  // timer, one per cancellation callback at work. The release that brings it
-  // to zero resumes the coroutine. children_ (with a timeout only: without,
-  // a child settles with one atomic operation): unsettled children plus one
-  // for arming; the release that brings it to zero removes the timer.
-  std::atomic<std::size_t> holds_{0};
-  std::atomic<std::size_t> children_{0};
   std::size_t stopIndex_ = 0;     // written by the stop's winner, read after the resumption
   std::exception_ptr refusal_;    // written while arming
   // Written while arming, read by whoever resumes or removes the timer.
@@ -203,6 +199,18 @@ class COEXEC_EXPORT FanIn : private TaskContext {
   std::uint32_t timerGeneration_ = 0;
   CancellationToken parentToken_;
   std::optional<CancellationSource> childSource_;
+  // The counters every child decrements, kept 64 bytes away from the fields
+  // above (which the arming thread reads for each child it starts) and from
+  // the derived awaiter's (which the children read): no false sharing.
+  // holds_: unsettled children, plus one for arming, one for a pending
+  // timer, one per cancellation callback at work. The release that brings it
+  // to zero resumes the coroutine. children_ (with a timeout only: without,
+  // a child settles with one atomic operation): unsettled children plus one
+  // for arming; the release that brings it to zero removes the timer.
+  [[maybe_unused]] std::byte padBefore_[64];
+  std::atomic<std::size_t> holds_{0};
+  std::atomic<std::size_t> children_{0};
+  [[maybe_unused]] std::byte padAfter_[64 - 2 * sizeof(std::size_t)];
   // Last, so destroyed first: its destructor waits for a callback running
   // on another thread.
   std::optional<CancellationRegistration> registration_;

@@ -226,15 +226,16 @@ class [[nodiscard]] InvokeAwaitable final : private FanIn {
       return false;
     }
     if (!beginArming(awaiting, parent, timeout_.has_value())) return false;  // the awaiting task is cancelled already
-    std::size_t index = 0;
+    reserveChildren(slots_.size());
+    std::size_t started = 0;
     for (auto&& element : range()) {
       if (stopping()) break;  // a task failed (or, for invokeAny, succeeded) already: start no more
-      Slot& slot = slots_[index++];
+      Slot& slot = slots_[started];
       slot.owner = this;
       try {
         PendingTask task = makeChild(element);
         slot.core = CombinatorAccess::resultCore<R>(task);
-        addChild();
+        ++started;  // from here on it settles, one way or another
         // Queued, so it cannot have settled: the continuation is ours for sure.
         (void)slot.core->setContinuation(&InvokeAwaitable::onSettled, &slot);
         // Refused: the task is abandoned with the error (its continuation
@@ -252,7 +253,7 @@ class [[nodiscard]] InvokeAwaitable final : private FanIn {
         refuse(std::current_exception());
       }
     }
-    return finishArming();
+    return finishArming(slots_.size() - started);
   }
 
   // The task's continuation, on the thread that settled it.

@@ -243,24 +243,25 @@ class [[nodiscard]] WhenAwaitable final : private FanIn {
     }
     if (!beginArming(awaiting, parent, /*timed=*/false)) return false;  // the awaiting task is cancelled already
     FanIn& self = *this;
+    reserveChildren(kCount);
+    std::size_t unstarted = 0;
     // The Futures run already: watch them all, in order (for whenAny, the
     // first one already settled wins).
     forEach([&](auto& child, auto i) {
-      if constexpr (!std::decay_t<decltype(child)>::kIsTask) {
-        addChild();
-        child.attach(self, i);
-      }
+      if constexpr (!std::decay_t<decltype(child)>::kIsTask) child.attach(self, i);
     });
     // The Tasks, in order, each until it first suspends; none once another
     // child has stopped the rest.
     forEach([&](auto& child, auto i) {
       if constexpr (std::decay_t<decltype(child)>::kIsTask) {
-        if (stopping()) return;
-        addChild();
-        child.start(self, i, taskChildContext());
+        if (stopping()) {
+          ++unstarted;
+        } else {
+          child.start(self, i, taskChildContext());
+        }
       }
     });
-    return finishArming();
+    return finishArming(unstarted);
   }
 
   void cancelChildren() noexcept override {
