@@ -120,13 +120,13 @@ void allocations(bench::Run& run) {
   // frame allocator), then tasks returning an int (plus the result vector).
   const std::size_t rounds = std::max<std::size_t>(1, ops / 64);
   std::vector<void (*)()> voidTasks(64, [] {});
-  run.record("invokeAll of 64, void (per round)", "allocs/op", lower, allocationsPer(rounds, [&](std::size_t n) {
+  run.record("invokeAll of 64 void tasks per round", "allocs/op", lower, allocationsPer(rounds, [&](std::size_t n) {
                pool.submit(bench::invokeAllVoidRounds(pool, voidTasks, n)).get();
              }));
   std::vector<bench::Trivial> intTasks;
   for (int i = 0; i < 64; ++i)
     intTasks.push_back(bench::Trivial{i});
-  run.record("invokeAll of 64, int (per round; the result vector)", "allocs/op", lower, allocationsPer(rounds, [&](std::size_t n) {
+  run.record("invokeAll of 64 int tasks per round (its result vector)", "allocs/op", lower, allocationsPer(rounds, [&](std::size_t n) {
                if (pool.submit(bench::invokeAllRounds(pool, intTasks, n)).get() != 63 * static_cast<long>(n)) {
                  throw std::runtime_error("invokeAll returned wrong values");
                }
