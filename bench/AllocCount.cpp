@@ -126,7 +126,8 @@ void allocations(bench::Run& run) {
   std::vector<bench::Trivial> intTasks;
   for (int i = 0; i < 64; ++i)
     intTasks.push_back(bench::Trivial{i});
-  run.record("invokeAll of 64 int tasks per round (its result vector)", "allocs/op", lower, allocationsPer(rounds, [&](std::size_t n) {
+  run.record("invokeAll of 64 int tasks per round (its result vector)", "allocs/op", lower,
+             allocationsPer(rounds, [&](std::size_t n) {
                if (pool.submit(bench::invokeAllRounds(pool, intTasks, n)).get() != 63 * static_cast<long>(n)) {
                  throw std::runtime_error("invokeAll returned wrong values");
                }

@@ -266,9 +266,10 @@ asio::awaitable<int> trivial(int i) { co_return i; }
 
 template <std::size_t... I>
 asio::awaitable<std::vector<int>> invokeAllRound(PoolExecutor pool, std::index_sequence<I...>) {
-  auto done = co_await asio::experimental::make_parallel_group(
-                  asio::co_spawn(asio::make_strand(pool), trivial(static_cast<int>(I)), asio::experimental::deferred)...)
-                  .async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);
+  auto done =
+      co_await asio::experimental::make_parallel_group(
+          asio::co_spawn(asio::make_strand(pool), trivial(static_cast<int>(I)), asio::experimental::deferred)...)
+          .async_wait(asio::experimental::wait_for_one_error(), asio::use_awaitable);
   // done: (completion order, then an exception_ptr and a value per task)
   const std::exception_ptr errors[] = {std::get<1 + 2 * I>(done)...};
   for (const std::exception_ptr& e : errors)
@@ -281,8 +282,8 @@ void invokeAll64(bench::Run& run) {
   const std::size_t rounds = run.count(10'000);
   long sum = 0;
   run.rounds(rounds, [&] {
-    sum += asio::co_spawn(asio::make_strand(pool),
-                          invokeAllRound(pool.get_executor(), std::make_index_sequence<64>{}), asio::use_future)
+    sum += asio::co_spawn(asio::make_strand(pool), invokeAllRound(pool.get_executor(), std::make_index_sequence<64>{}),
+                          asio::use_future)
                .get()
                .back();
   });

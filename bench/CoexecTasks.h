@@ -41,8 +41,8 @@ inline coexec::Task<std::vector<int>> invokeAllRound(coexec::ThreadPoolExecutor&
 
 /// W7 without results: `rounds` rounds of invokeAll over void tasks, from
 /// one coroutine (for the allocation count of the combinator alone).
-inline coexec::Task<void> invokeAllVoidRounds(coexec::ThreadPoolExecutor& pool,
-                                             std::vector<void (*)()>& tasks, std::size_t rounds) {
+inline coexec::Task<void> invokeAllVoidRounds(coexec::ThreadPoolExecutor& pool, std::vector<void (*)()>& tasks,
+                                              std::size_t rounds) {
   for (std::size_t r = 0; r < rounds; ++r)
     co_await pool.invokeAll(tasks);
 }
@@ -50,7 +50,7 @@ inline coexec::Task<void> invokeAllVoidRounds(coexec::ThreadPoolExecutor& pool,
 /// W7 with results: `rounds` rounds of invokeAll over `tasks`, from one
 /// coroutine; returns the sum of the last elements (a check).
 inline coexec::Task<long> invokeAllRounds(coexec::ThreadPoolExecutor& pool, std::vector<Trivial>& tasks,
-                                         std::size_t rounds) {
+                                          std::size_t rounds) {
   long sum = 0;
   for (std::size_t r = 0; r < rounds; ++r) {
     const std::vector<int> results = co_await pool.invokeAll(tasks);

@@ -105,7 +105,7 @@ class Journal {
 
   const std::chrono::steady_clock::time_point start_;
   mutable std::mutex mutex_;
-  std::vector<std::string> lines_;               // guarded by mutex_
+  std::vector<std::string> lines_;              // guarded by mutex_
   std::map<std::string, std::string> endings_;  // guarded by mutex_
 };
 
@@ -118,8 +118,9 @@ Task<Reply> call(const Backend& backend, bool fails, Journal& journal) {
   try {
     co_await coexec::sleepFor(backend.latency);
   } catch (const coexec::OperationCancelled&) {
-    journal.ended(backend.name, "cancelled",
-                  fmt::format(" after {} of its {} ms", (journal.sinceStart() - start).count(), backend.latency.count()));
+    journal.ended(
+        backend.name, "cancelled",
+        fmt::format(" after {} of its {} ms", (journal.sinceStart() - start).count(), backend.latency.count()));
     throw;
   }
   if (fails) {
@@ -159,8 +160,7 @@ bool allSettled(const std::vector<Backend>& backends, const Journal& journal) {
 
 Task<void> fastestReplica(ThreadPoolExecutor& pool, Journal& journal, std::mt19937& rng) {
   fmt::print("1. invokeAny over three replicas: the first good reply wins\n");
-  const std::vector<Backend> replicas{
-      {"replica-a", 150ms, 0.1}, {"replica-b", 20ms, 1.0}, {"replica-c", 60ms, 0.2}};
+  const std::vector<Backend> replicas{{"replica-a", 150ms, 0.1}, {"replica-b", 20ms, 1.0}, {"replica-c", 60ms, 0.2}};
   auto tasks = calls(replicas, journal, rng);
   const Reply reply = co_await pool.invokeAny(tasks);
   journal.print(fmt::format("invokeAny returned {}'s reply at +{} ms:", reply.backend, journal.sinceStart().count()));
@@ -211,8 +211,8 @@ Task<void> fullSetWithDeadline(ThreadPoolExecutor& pool, Journal& journal, std::
   } catch (const coexec::TimeoutError&) {
     timedOut = true;
   }
-  journal.print(fmt::format("invokeAll {} at +{} ms:", timedOut ? "timed out" : "returned",
-                            journal.sinceStart().count()));
+  journal.print(
+      fmt::format("invokeAll {} at +{} ms:", timedOut ? "timed out" : "returned", journal.sinceStart().count()));
   check(timedOut, "the full set missed its deadline: TimeoutError");
   check(journal.endingOf("shard-5") == "cancelled", "shard-5 (600 ms) was cancelled at the deadline");
   check(allSettled(kShards, journal), "every shard had settled when the TimeoutError came");

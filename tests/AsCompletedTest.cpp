@@ -82,7 +82,7 @@ TEST_CASE("asCompleted yields every input exactly once: settled before, failed, 
   OpenOnExit guard(children.release);
   std::vector<Future<int>> futures;
   futures.push_back(pool.submit(children.cooperative()));  // 0: cancelled by cancelRemaining() below
-  futures.push_back(pool.submit([] { return 1; }));         // 1: settled before asCompleted
+  futures.push_back(pool.submit([] { return 1; }));        // 1: settled before asCompleted
   futures.push_back(pool.submit([]() -> int { throw std::runtime_error("2 failed"); }));
   futures.push_back(pool.submit([] { return 3; }));
   futures[1].wait();
@@ -151,9 +151,10 @@ TEST_CASE("asCompleted of no Futures yields std::nullopt at once; an empty Futur
   CHECK(futures[0].get() == 1);
 }
 
-TEST_CASE("cancelling the task awaiting next() cancels the inputs; OperationCancelled once they have settled, then "
-          "each is still yielded once",
-          "[asCompleted][cancel]") {
+TEST_CASE(
+    "cancelling the task awaiting next() cancels the inputs; OperationCancelled once they have settled, then "
+    "each is still yielded once",
+    "[asCompleted][cancel]") {
   Children children;
   std::atomic<int> yieldedAfter{-1};
   ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));

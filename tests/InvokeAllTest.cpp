@@ -66,7 +66,9 @@ Task<int> square(int i) { co_return i* i; }
 
 /// Returns once the one thread of `driver` is free: a coroutine it runs has
 /// suspended (for invokeAll: every task was handed over and the timer armed).
-void waitUntilSuspended(ThreadPoolExecutor& driver) { driver.submit([] {}).get(); }
+void waitUntilSuspended(ThreadPoolExecutor& driver) {
+  driver.submit([] {}).get();
+}
 
 /// A callable that can only be moved.
 struct MoveOnlyTask {
@@ -165,8 +167,7 @@ TEST_CASE("invokeAll of an empty range returns an empty vector at once; invokeAn
   CHECK(pool.stats().taskCount == 0);
 }
 
-TEST_CASE("the first failure cancels the other tasks and is rethrown once all have settled",
-          "[invokeAll][failure]") {
+TEST_CASE("the first failure cancels the other tasks and is rethrown once all have settled", "[invokeAll][failure]") {
   Children children;
   std::atomic<int> lateRan{0};
   ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
@@ -223,9 +224,10 @@ TEST_CASE("invokeAll resumes the awaiting coroutine on the executor it was runni
   CHECK(where.get() == "driver");
 }
 
-TEST_CASE("invokeAll with a timeout throws TimeoutError right after the deadline on a ManualClock, once the "
-          "cancelled tasks have settled",
-          "[invokeAll][timeout]") {
+TEST_CASE(
+    "invokeAll with a timeout throws TimeoutError right after the deadline on a ManualClock, once the "
+    "cancelled tasks have settled",
+    "[invokeAll][timeout]") {
   Children children;
   ManualClock clock;
   ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
@@ -356,9 +358,10 @@ TEST_CASE("admission refusing a task midway cancels and awaits the tasks already
   CHECK(pool.stats().rejectedCount == 1);
 }
 
-TEST_CASE("cancelling the awaiting coroutine's task cancels invokeAll's children; its Future settles only after they "
-          "have",
-          "[invokeAll][cancel]") {
+TEST_CASE(
+    "cancelling the awaiting coroutine's task cancels invokeAll's children; its Future settles only after they "
+    "have",
+    "[invokeAll][cancel]") {
   Children children;
   ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
   ThreadPoolExecutor pool(taggedPool("inv", 2, 2, WorkQueue::bounded(256)));

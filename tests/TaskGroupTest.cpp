@@ -84,9 +84,9 @@ TEST_CASE("join waits for every child; the Futures spawn returned have all settl
     std::vector<Future<int>> futures;
     for (int i = 0; i < 10; ++i)
       futures.push_back(group.spawn([i] { return i; }));
-    futures.push_back(group.spawn(triple(5)));                                // a Task
-    futures.push_back(group.spawn([] { return triple(7); }));                 // a callable returning a Task
-    futures.push_back(group.spawn([](CancellationToken) { return 100; }));    // a callable taking a token
+    futures.push_back(group.spawn(triple(5)));                              // a Task
+    futures.push_back(group.spawn([] { return triple(7); }));               // a callable returning a Task
+    futures.push_back(group.spawn([](CancellationToken) { return 100; }));  // a callable taking a token
     co_await group.join();
     int sum = 0;
     for (Future<int>& f : futures) {
@@ -172,9 +172,10 @@ TEST_CASE("cancel() cancels every child and refuses new ones; join then returns 
   CHECK(children.cancelled.count() == 2);
 }
 
-TEST_CASE("cancelling the joining coroutine's task cancels the children; join throws OperationCancelled once they "
-          "have settled",
-          "[taskGroup][cancel]") {
+TEST_CASE(
+    "cancelling the joining coroutine's task cancels the children; join throws OperationCancelled once they "
+    "have settled",
+    "[taskGroup][cancel]") {
   Children children;
   ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
   ThreadPoolExecutor pool(taggedPool("group", 2, 2, WorkQueue::bounded(64)));
@@ -196,9 +197,10 @@ TEST_CASE("cancelling the joining coroutine's task cancels the children; join th
   CHECK_FALSE(reachedEnd.load());
 }
 
-TEST_CASE("a group destroyed with children running and without join cancels them, blocks until they settle and "
-          "reports the misuse",
-          "[taskGroup][misuse]") {
+TEST_CASE(
+    "a group destroyed with children running and without join cancels them, blocks until they settle and "
+    "reports the misuse",
+    "[taskGroup][misuse]") {
   Children children;
   Reports reports;
   ThreadPoolExecutor pool(reportingPool(reports));
@@ -222,8 +224,7 @@ TEST_CASE("a group destroyed with children running and without join cancels them
   REQUIRE(reports.count.waitFor(1));
   const std::vector<std::string> messages = reports.all();
   REQUIRE(messages.size() == 1);
-  CHECK(messages[0].find("destroyed while 2 of its children were still running, without join()") !=
-        std::string::npos);
+  CHECK(messages[0].find("destroyed while 2 of its children were still running, without join()") != std::string::npos);
 }
 
 TEST_CASE("a failure that no join rethrew is reported when the group is destroyed", "[taskGroup][misuse]") {
@@ -267,7 +268,7 @@ TEST_CASE("spawn after shutdown throws RejectedExecution and leaves the group as
     pool.shutdown();
     const bool refused = throwsA<RejectedExecution>([&] { (void)group.spawn([&ran] { return ran.fetch_add(1); }); });
     co_await group.join();  // nothing to wait for, no failure
-    co_return refused && before.get() == 1;
+    co_return refused&& before.get() == 1;
   };
   CHECK(syncWait(run()));
   CHECK(ran.load() == 0);

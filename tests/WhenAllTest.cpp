@@ -114,7 +114,7 @@ TEST_CASE("whenAll of Futures that have settled already returns at once", "[when
   b.wait();
   const auto run = [&]() -> Task<int> {
     const auto [x, y] = co_await whenAll(a, b);
-    co_return x * y;
+    co_return x* y;
   };
   CHECK(syncWait(run()) == 12);
   CHECK(throwsA<std::logic_error>([&] { (void)a.get(); }));  // consumed by whenAll
@@ -204,8 +204,7 @@ TEST_CASE("whenAll refuses an empty Future or a started Task before touching any
   CHECK(ok.get() == 1);  // untouched
 }
 
-TEST_CASE("a named whenAll awaitable is awaited once; whenAll resumes where the coroutine was running",
-          "[whenAll]") {
+TEST_CASE("a named whenAll awaitable is awaited once; whenAll resumes where the coroutine was running", "[whenAll]") {
   ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
   ThreadPoolExecutor pool(taggedPool("when", 1, 1, WorkQueue::bounded(8)));
   Future<std::string> where = driver.submit([&]() -> Task<std::string> {

@@ -233,8 +233,8 @@ class CompletionQueue final : public RefCounted, public Recycled {
 
   mutable std::mutex mutex_;
   SlotArray<Slot> slots_;
-  std::size_t settled_ = 0;  // guarded by mutex_
-  std::size_t yielded_ = 0;  // guarded by mutex_
+  std::size_t settled_ = 0;           // guarded by mutex_
+  std::size_t yielded_ = 0;           // guarded by mutex_
   NextAwaiter<R>* waiter_ = nullptr;  // guarded by mutex_
   bool waitAll_ = false;              // guarded by mutex_
   std::size_t cancelling_ = 0;        // guarded by mutex_

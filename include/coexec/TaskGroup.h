@@ -237,15 +237,15 @@ class COEXEC_EXPORT GroupState {
 
   ThreadPoolExecutor& pool_;
   mutable std::mutex mutex_;
-  std::condition_variable idle_;        // the destructor waits on it
-  GroupChildBase* head_ = nullptr;      // guarded by mutex_: the children not yet settled
-  std::size_t live_ = 0;                // guarded by mutex_
-  std::size_t cancelling_ = 0;          // guarded by mutex_: cancellation loops at work
-  bool stopped_ = false;                // guarded by mutex_
-  bool failed_ = false;                 // guarded by mutex_
-  bool observed_ = false;               // guarded by mutex_: a join() rethrew firstError_
-  std::exception_ptr firstError_;       // guarded by mutex_
-  JoinAwaiter* joiner_ = nullptr;       // guarded by mutex_
+  std::condition_variable idle_;    // the destructor waits on it
+  GroupChildBase* head_ = nullptr;  // guarded by mutex_: the children not yet settled
+  std::size_t live_ = 0;            // guarded by mutex_
+  std::size_t cancelling_ = 0;      // guarded by mutex_: cancellation loops at work
+  bool stopped_ = false;            // guarded by mutex_
+  bool failed_ = false;             // guarded by mutex_
+  bool observed_ = false;           // guarded by mutex_: a join() rethrew firstError_
+  std::exception_ptr firstError_;   // guarded by mutex_
+  JoinAwaiter* joiner_ = nullptr;   // guarded by mutex_
 };
 
 /// What `co_await group.join()` evaluates to. Awaited once; neither copyable

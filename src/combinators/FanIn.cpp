@@ -117,7 +117,8 @@ bool FanIn::finishArming(std::size_t unstarted) noexcept {
   if ((phase_.fetch_or(kArmed, std::memory_order_acq_rel) & kCancelRequested) != 0) cancelChildren();
   if (timed_ && children_.fetch_sub(1 + unstarted, std::memory_order_acq_rel) == 1 + unstarted) childrenDone();
   // acq_rel: the last release sees every child's result.
-  if (holds_.fetch_sub(1 + unstarted, std::memory_order_acq_rel) != 1 + unstarted) return true;  // someone else resumes it
+  if (holds_.fetch_sub(1 + unstarted, std::memory_order_acq_rel) != 1 + unstarted)
+    return true;                         // someone else resumes it
   if (retained_) scheduler_->release();  // every child settled while arming: go on here
   return false;
 }
@@ -194,9 +195,7 @@ void FanIn::onTimer(void* self) noexcept {
   fanIn->release(/*mayResumeInline=*/false);
 }
 
-CancellationToken FanIn::cancellationToken() {
-  return childSource_ ? childSource_->token() : CancellationToken();
-}
+CancellationToken FanIn::cancellationToken() { return childSource_ ? childSource_->token() : CancellationToken(); }
 
 void throwCombinatorTimeout(const char* operation, Clock::duration timeout) {
   throw TimeoutError(

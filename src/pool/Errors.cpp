@@ -21,9 +21,10 @@ std::string messageOf(const std::exception_ptr& error) {
 }
 
 std::string allFailedMessage(const std::vector<std::exception_ptr>& errors) {
-  return fmt::format("coexec: invokeAny: every one of the {} tasks failed (errors() holds each one's exception); the "
-                     "first task's error: {}",
-                     errors.size(), errors.empty() ? std::string("(none)") : messageOf(errors.front()));
+  return fmt::format(
+      "coexec: invokeAny: every one of the {} tasks failed (errors() holds each one's exception); the "
+      "first task's error: {}",
+      errors.size(), errors.empty() ? std::string("(none)") : messageOf(errors.front()));
 }
 
 }  // namespace

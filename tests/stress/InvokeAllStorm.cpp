@@ -171,9 +171,10 @@ ThreadPoolOptions stormPool(const char* name, ManualClock* clock = nullptr) {
 
 }  // namespace
 
-TEST_CASE("1,000 rounds of invokeAll with random failures, cancellations and timeouts: structured, and every task "
-          "accounted for",
-          "[stress][invokeAll]") {
+TEST_CASE(
+    "1,000 rounds of invokeAll with random failures, cancellations and timeouts: structured, and every task "
+    "accounted for",
+    "[stress][invokeAll]") {
   std::mt19937 rng(20261201);
   auto chance = [&rng](int percent) { return static_cast<int>(rng() % 100) < percent; };
   Tally tally;
@@ -216,8 +217,7 @@ TEST_CASE("1,000 rounds of invokeAll with random failures, cancellations and tim
       }
     } else {
       // With a deadline on the ManualClock, advanced at a random moment.
-      Future<Outcome> outer =
-          driver.submit([&]() { return awaitRound(timed, tasks, plan, round, 1ms, problems); });
+      Future<Outcome> outer = driver.submit([&]() { return awaitRound(timed, tasks, plan, round, 1ms, problems); });
       const int wait = static_cast<int>(rng() % 40);
       for (int y = 0; y < wait; ++y)
         std::this_thread::yield();

@@ -188,8 +188,8 @@ class COEXEC_EXPORT FanIn : private TaskContext {
   bool timed_ = false;  // written by beginArming, before any child exists
   std::atomic<StopReason> stop_{StopReason::none};
   std::atomic<std::uint8_t> phase_{0};
-  std::size_t stopIndex_ = 0;     // written by the stop's winner, read after the resumption
-  std::exception_ptr refusal_;    // written while arming
+  std::size_t stopIndex_ = 0;   // written by the stop's winner, read after the resumption
+  std::exception_ptr refusal_;  // written while arming
   // Written while arming, read by whoever resumes or removes the timer.
   Scheduler* scheduler_ = nullptr;
   bool retained_ = false;

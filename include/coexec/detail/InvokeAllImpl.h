@@ -319,8 +319,7 @@ detail::InvokeAwaitable<Range, false> ThreadPoolExecutor::invokeAll(Range&& task
 template <class Range, class Rep, class Period>
 detail::InvokeAwaitable<Range, false> ThreadPoolExecutor::invokeAll(Range&& tasks,
                                                                     std::chrono::duration<Rep, Period> timeout) {
-  return detail::InvokeAwaitable<Range, false>(*this, std::forward<Range>(tasks),
-                                               detail::saturatedDuration(timeout));
+  return detail::InvokeAwaitable<Range, false>(*this, std::forward<Range>(tasks), detail::saturatedDuration(timeout));
 }
 
 template <class Range>

@@ -113,7 +113,8 @@ class TaskChild {
   // Inside the Task's final suspension, on the thread that finished it.
   static void onFinished(void* self) noexcept {
     auto& child = *static_cast<TaskChild*>(self);
-    const bool failed = child.result_.store([&]() -> decltype(auto) { return child.task_.handle().promise().result(); });
+    const bool failed =
+        child.result_.store([&]() -> decltype(auto) { return child.task_.handle().promise().result(); });
     child.task_ = Task<R>();  // the frame goes now: nothing runs in it any more
     child.fanIn_->childSettled(failed, child.index_);
   }
@@ -168,8 +169,8 @@ class [[nodiscard]] WhenAwaitable final : private FanIn {
                                     std::tuple<StoredValue<typename Children::Value>...>>;
 
   template <class... Args>
-  explicit WhenAwaitable(Args&&... args) : FanIn(Any ? StopRule::onCompletion : StopRule::onFailure),
-                                           children_(std::forward<Args>(args)...) {}
+  explicit WhenAwaitable(Args&&... args)
+      : FanIn(Any ? StopRule::onCompletion : StopRule::onFailure), children_(std::forward<Args>(args)...) {}
   ~WhenAwaitable() = default;
 
   /// What `co_await` uses: it refers to this awaitable, which holds the
@@ -214,7 +215,8 @@ class [[nodiscard]] WhenAwaitable final : private FanIn {
   void forEach(F&& f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (f(std::get<I>(children_), std::integral_constant<std::size_t, I>{}), ...);
-    }(Indices{});
+    }
+    (Indices{});
   }
   /// Calls `f(child, index)` for the child at run-time `index`.
   template <class F>
@@ -289,7 +291,8 @@ class [[nodiscard]] WhenAwaitable final : private FanIn {
       }
       return [&]<std::size_t... I>(std::index_sequence<I...>) {
         return Result(std::move(*std::get<I>(children_).result().value)...);
-      }(Indices{});
+      }
+      (Indices{});
     }
   }
 
