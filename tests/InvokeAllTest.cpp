@@ -258,6 +258,40 @@ TEST_CASE(
   CHECK(outer.get().find("timeout of 1000ms") != std::string::npos);
 }
 
+TEST_CASE("invokeAll's TimeoutError comes right after the advance() that reaches the deadline when the tasks stop at "
+          "once",
+          "[invokeAll][timeout]") {
+  Counter started;
+  ManualClock clock;
+  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
+  ThreadPoolExecutor pool(manualClockPool("inv", clock));
+  std::vector<std::function<int(CancellationToken)>> tasks(2, [&started](CancellationToken token) -> int {
+    started.arrive();
+    coexec::test::waitForCancellation(token);
+    throw OperationCancelled();  // stops as soon as it is told
+  });
+  Future<bool> outer = driver.submit([&]() -> Task<bool> {
+    try {
+      (void)co_await pool.invokeAll(tasks, 30s);
+    } catch (const TimeoutError&) {
+      co_return true;
+    }
+    co_return false;
+  });
+  REQUIRE(started.waitFor(2));
+  waitUntilSuspended(driver);
+  clock.advance(29s);
+  CHECK_FALSE(outer.isDone());
+  const auto advanced = std::chrono::steady_clock::now();
+  clock.advance(1s);
+  // No real time has to pass: the error comes as soon as the pool threads
+  // have returned from the cancelled tasks (the bound only keeps a bug from
+  // hanging the test, and is generous for a loaded machine).
+  REQUIRE(outer.waitFor(kLong));
+  CHECK(std::chrono::steady_clock::now() - advanced < kLong / 2);
+  CHECK(outer.get());
+}
+
 TEST_CASE("an uncooperative task delays invokeAll's TimeoutError until it returns", "[invokeAll][timeout]") {
   Children children;
   ManualClock clock;

@@ -14,6 +14,8 @@ namespace coexec {
 /// argument position) and its value, as the variant's alternative of that
 /// same position (`std::monostate` for a void child). Read it with
 /// `std::get<I>(result.value)` once `result.index == I`.
+///
+/// Thread safety: a plain value.
 template <class... Ts>
 struct WhenAnyResult {
   std::size_t index = 0;
