@@ -129,6 +129,7 @@ TEST_CASE("whenAll's first failure cancels the other children and is rethrown on
   ThreadPoolExecutor pool(taggedPool("when", 2, 2, WorkQueue::bounded(64)));
   OpenOnExit guard(children.release);
   Future<int> slow = pool.submit(children.cooperative());
+  REQUIRE(children.started.waitFor(1));  // running: a cancel reaches its token (queued, it would never start)
   Future<std::string> outer = driver.submit([&]() -> Task<std::string> {
     try {
       // The sleeping Task starts first (Tasks start in argument order): the
@@ -166,13 +167,13 @@ TEST_CASE("cancelling the awaiting coroutine's task cancels whenAll's children; 
   ThreadPoolExecutor pool(taggedPool("when", 2, 2, WorkQueue::bounded(64)));
   OpenOnExit guard(children.release);
   Future<int> slow = pool.submit(children.cooperative());
+  REQUIRE(children.started.waitFor(1));  // running: a cancel reaches its token (queued, it would never start)
   Future<int> outer = driver.submit([&]() -> Task<int> {
     const auto [a, b] = co_await whenAll(slow, sleepsAnHour(sleeping, sleepCancelled));
     reachedEnd = true;
     co_return a + b;
   });
-  REQUIRE(children.started.waitFor(1));
-  REQUIRE(sleeping.waitFor(1));
+  REQUIRE(sleeping.waitFor(1));  // the outer coroutine awaits whenAll/whenAny
   CHECK(outer.cancel());
   REQUIRE(children.cancelled.waitFor(1));
   CHECK_FALSE(outer.isDone());

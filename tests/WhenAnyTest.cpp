@@ -67,6 +67,7 @@ TEST_CASE("whenAny returns the first child to settle; the others are cancelled a
   ThreadPoolExecutor pool(taggedPool("when", 2, 2, WorkQueue::bounded(64)));
   OpenOnExit guard(children.release);
   Future<int> slow = pool.submit(children.cooperative());
+  REQUIRE(children.started.waitFor(1));  // running: a cancel reaches its token (queued, it would never start)
   Future<std::size_t> outer = driver.submit([&]() -> Task<std::size_t> {
     Future<std::string> fast = pool.submit([&sleeping] {
       if (!sleeping.waitFor(1)) throw std::logic_error("the sleeping Task did not start");
@@ -101,6 +102,7 @@ TEST_CASE("whenAny rethrows the first child's exception after the others have se
   ThreadPoolExecutor pool(taggedPool("when", 2, 2, WorkQueue::bounded(64)));
   OpenOnExit guard(children.release);
   Future<int> slow = pool.submit(children.cooperative());
+  REQUIRE(children.started.waitFor(1));  // running: a cancel reaches its token (queued, it would never start)
   Future<std::string> outer = driver.submit([&]() -> Task<std::string> {
     Future<int> failing = pool.submit([&children]() -> int {
       if (!children.started.waitFor(1)) throw std::logic_error("the slow task did not start");
@@ -141,12 +143,12 @@ TEST_CASE("cancelling the awaiting coroutine's task cancels whenAny's children; 
   ThreadPoolExecutor pool(taggedPool("when", 2, 2, WorkQueue::bounded(64)));
   OpenOnExit guard(children.release);
   Future<int> slow = pool.submit(children.cooperative());
+  REQUIRE(children.started.waitFor(1));  // running: a cancel reaches its token (queued, it would never start)
   Future<std::size_t> outer = driver.submit([&]() -> Task<std::size_t> {
     const auto result = co_await whenAny(slow, sleepsAnHour(sleeping, sleepCancelled));
     co_return result.index;
   });
-  REQUIRE(children.started.waitFor(1));
-  REQUIRE(sleeping.waitFor(1));
+  REQUIRE(sleeping.waitFor(1));  // the outer coroutine awaits whenAll/whenAny
   CHECK(outer.cancel());
   REQUIRE(children.cancelled.waitFor(1));
   CHECK_FALSE(outer.isDone());
