@@ -203,6 +203,19 @@ void timerFire(bench::Run& run) {
   expectTimersSettled(p.pool, n);
 }
 
+// W7: invokeAll of 64 trivial tasks, awaited in syncWait: the whole fan-out,
+// fan-in and its result vector, per round.
+void invokeAll64(bench::Run& run) {
+  Pool p(2);
+  std::vector<bench::Trivial> tasks;
+  for (int i = 0; i < 64; ++i)
+    tasks.push_back(bench::Trivial{i});
+  const std::size_t rounds = run.count(10'000);
+  long sum = 0;
+  run.rounds(rounds, [&] { sum += coexec::syncWait(bench::invokeAllRound(p.pool, tasks)).back(); });
+  bench::expectCount("sum of the last results", static_cast<std::size_t>(sum), 63 * rounds);
+}
+
 // Idle: CPU used by a pool of 2 with nothing to do, after a burst of work.
 void idle(bench::Run& run) {
   bench::Countdown done;
@@ -232,6 +245,7 @@ const bench::Workload kWorkloads[] = {
      "1,000,000 schedule(f, d) on a pool of 2 (plus its timer thread), d spread over 0..10 ms, Futures dropped, "
      "f counts; timed from the first schedule to the last run",
      timerFire},
+    {"W7", "10,000 rounds of co_await pool.invokeAll(64 trivial tasks) -> std::vector<int>, in syncWait", invokeAll64},
     {"idle", "process CPU of an idle pool of 2 over 2 s, after its spin window", idle},
 };
 

@@ -5,6 +5,7 @@
 // both measure the same code.
 
 #include <cstddef>
+#include <vector>
 
 #include <coexec/coexec.h>
 
@@ -24,6 +25,38 @@ inline coexec::Task<long> fib(coexec::ThreadPoolExecutor& pool, int n) {
   coexec::Future<long> b = pool.submit(fib(pool, n - 2));
   const long x = co_await a;
   co_return x + co_await b;
+}
+
+/// W7: a trivial task: returns its index.
+struct Trivial {
+  int index;
+  int operator()() const noexcept { return index; }
+};
+
+/// W7: one round of invokeAll over `tasks` (copied into the pool's tasks;
+/// the vector stays as it is).
+inline coexec::Task<std::vector<int>> invokeAllRound(coexec::ThreadPoolExecutor& pool, std::vector<Trivial>& tasks) {
+  co_return co_await pool.invokeAll(tasks);
+}
+
+/// W7 without results: `rounds` rounds of invokeAll over void tasks, from
+/// one coroutine (for the allocation count of the combinator alone).
+inline coexec::Task<void> invokeAllVoidRounds(coexec::ThreadPoolExecutor& pool, std::vector<void (*)()>& tasks,
+                                              std::size_t rounds) {
+  for (std::size_t r = 0; r < rounds; ++r)
+    co_await pool.invokeAll(tasks);
+}
+
+/// W7 with results: `rounds` rounds of invokeAll over `tasks`, from one
+/// coroutine; returns the sum of the last elements (a check).
+inline coexec::Task<long> invokeAllRounds(coexec::ThreadPoolExecutor& pool, std::vector<Trivial>& tasks,
+                                          std::size_t rounds) {
+  long sum = 0;
+  for (std::size_t r = 0; r < rounds; ++r) {
+    const std::vector<int> results = co_await pool.invokeAll(tasks);
+    sum += results.back();
+  }
+  co_return sum;
 }
 
 }  // namespace bench

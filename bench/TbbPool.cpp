@@ -8,6 +8,7 @@
 // other pools. global_control lifts TBB's default of (cores - 1) workers.
 
 #include <chrono>
+#include <vector>
 
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
@@ -152,6 +153,27 @@ void overload(bench::Run& run) {
   run.record("caller share", "%", bench::Better::none, 100.0 * static_cast<double>(callerRan) / static_cast<double>(n));
 }
 
+// W7: 64 trivial tasks in a task_group, their results in a vector, waited
+// for: the hand-written invokeAll (task_group cancels the rest on an
+// exception, as invokeAll does).
+void invokeAll64(bench::Run& run) {
+  tbb::task_arena arena(2);
+  arena.initialize();
+  const std::size_t rounds = run.count(10'000);
+  long sum = 0;
+  run.rounds(rounds, [&] {
+    std::vector<int> results(64);
+    arena.execute([&] {
+      tbb::task_group group;
+      for (int i = 0; i < 64; ++i)
+        group.run([&results, i] { results[static_cast<std::size_t>(i)] = i; });
+      group.wait();
+    });
+    sum += results.back();
+  });
+  bench::expectCount("sum of the last results", static_cast<std::size_t>(sum), 63 * rounds);
+}
+
 // Idle: CPU used by an arena of 2 with nothing to do, after a burst of work.
 void idle(bench::Run& run) {
   bench::Countdown done;
@@ -173,6 +195,8 @@ const bench::Workload kWorkloads[] = {
     {"W4", "fib(25), each call runs both children in a task_group and waits", forkJoin},
     {"W5", "overload: 2 workers, in-flight gate of 1024 (else the producer runs it), 1,000,000 tasks of ~200 ns",
      overload},
+    {"W7", "10,000 rounds of 64 trivial task_group runs writing a result vector, then wait (in task_arena(2))",
+     invokeAll64},
     {"idle", "process CPU of an idle arena of 2 over 2 s, after its spin window", idle},
 };
 

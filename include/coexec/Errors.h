@@ -1,7 +1,10 @@
 #pragma once
 
+#include <exception>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "coexec/Export.h"
 #include "coexec/PoolStats.h"
@@ -46,6 +49,23 @@ class COEXEC_EXPORT OperationCancelled : public Error {
 class COEXEC_EXPORT TimeoutError : public Error {
  public:
   using Error::Error;
+};
+
+/// Every task of an `invokeAny()` failed. `errors()` holds each task's
+/// exception, in the order of the input range; `what()` names how many
+/// failed and the first error's message.
+///
+/// Thread safety: immutable once constructed; copies share the errors.
+class COEXEC_EXPORT AllFailed : public Error {
+ public:
+  /// Never blocks. \throws std::bad_alloc.
+  explicit AllFailed(std::vector<std::exception_ptr> errors);
+
+  /// Each task's exception, in input order. Never empty.
+  [[nodiscard]] const std::vector<std::exception_ptr>& errors() const noexcept { return *errors_; }
+
+ private:
+  std::shared_ptr<const std::vector<std::exception_ptr>> errors_;  // shared: copying an exception must not throw
 };
 
 /// The task behind a Future will never run: it was destroyed unrun (a

@@ -30,6 +30,10 @@ namespace coexec {
 namespace detail {
 class PoolImpl;
 class ResumeOnAwaiter;
+class TimerService;
+struct CombinatorAccess;
+template <class Range, bool Any>
+class InvokeAwaitable;
 
 /// The body of a periodic schedule: the user's callable, run once per period.
 class PeriodicBody {
@@ -286,6 +290,78 @@ class COEXEC_EXPORT ThreadPoolExecutor {
     return tryAdmit(task);
   }
 
+  /// `co_await pool.invokeAll(tasks)`: runs every task of `tasks` on this
+  /// pool and returns their results in input order, as a `std::vector<R>`
+  /// (nothing for void tasks). `tasks` is a forward range of callables (as
+  /// submit() takes them: returning R or Task<R>, or taking a
+  /// CancellationToken) or of `Task<R>`; nothing happens at the call: the
+  /// returned awaitable, when awaited, hands every task to admission at once
+  /// (core -> queue -> extra thread -> policy) and suspends the awaiting
+  /// coroutine until every task has settled. An lvalue range is read when
+  /// awaited and must live until then; its callables are copied (the range
+  /// stays as it was), its Tasks are taken over (left empty). An rvalue range
+  /// is moved into the awaitable.
+  ///
+  /// Structured: it never returns or throws while a task it started still
+  /// runs. The first task to fail makes the others be cancelled (queued ones
+  /// never start; running ones have their token cancelled) and its exception
+  /// is rethrown once all have settled. If the awaiting coroutine's task is
+  /// cancelled while it waits (its Future's cancel(), shutdownNow() of its
+  /// pool), every task is cancelled and OperationCancelled is thrown once
+  /// they have settled. An empty range gives an empty vector at once.
+  ///
+  /// Never blocks a thread. The tasks run on this pool; the awaiting
+  /// coroutine resumes where it was running (as after `co_await future`):
+  /// inline on the thread that settles the last task if that thread belongs
+  /// to its executor, otherwise posted there, never rejected. It may be
+  /// awaited from any coroutine, on any executor or under syncWait().
+  /// \throws RejectedExecution after shutdown(), whatever the rejection
+  /// policy, with no task started (counted nowhere); and when admission
+  /// refuses a task under abort() or block(): the tasks already started are
+  /// cancelled and waited for first. Under a policy that settles a refused
+  /// task instead (discard(), discardOldest()), that task fails with
+  /// RejectedExecution like any failing task.
+  /// \throws std::invalid_argument (empty callable or empty Task) or
+  /// std::logic_error (a Task already started) before anything starts;
+  /// std::bad_alloc. Cost: O(n); allocations: the tasks (recycled per thread,
+  /// as for submit()), one array for their states and the result vector.
+  /// \note `co_await pool.invokeAll(std::move(tasks))` (an rvalue range in the
+  /// co_await expression) does not compile on GCC 12: name the range, or the
+  /// awaitable (`auto all = pool.invokeAll(std::move(tasks)); co_await all;`).
+  /// See docs/combinators.md.
+  template <class Range>
+  [[nodiscard]] detail::InvokeAwaitable<Range, false> invokeAll(Range&& tasks);
+
+  /// As invokeAll(tasks), with a deadline of `timeout` from the await on this
+  /// pool's clock(): at the deadline the unfinished tasks are cancelled, and
+  /// TimeoutError is thrown once every one of them has settled (a task that
+  /// ignores its token delays the error until it returns; if every task has
+  /// succeeded by then, the results are returned). A zero or negative
+  /// timeout starts nothing and throws TimeoutError at once.
+  template <class Range, class Rep, class Period>
+  [[nodiscard]] detail::InvokeAwaitable<Range, false> invokeAll(Range&& tasks,
+                                                                std::chrono::duration<Rep, Period> timeout);
+
+  /// `co_await pool.invokeAny(tasks)`: runs every task of `tasks` (as
+  /// invokeAll() takes them) on this pool and returns the result of the first
+  /// one to succeed; the others are cancelled, and it returns once they have
+  /// settled. When every task fails it throws AllFailed, whose errors() holds
+  /// each task's exception in input order. If the awaiting coroutine's task
+  /// is cancelled while it waits: OperationCancelled, once all have settled.
+  /// Never blocks a thread; where things run: as invokeAll().
+  /// \throws std::invalid_argument if `tasks` is empty; otherwise as
+  /// invokeAll() (RejectedExecution, with nothing started after shutdown).
+  template <class Range>
+  [[nodiscard]] detail::InvokeAwaitable<Range, true> invokeAny(Range&& tasks);
+
+  /// As invokeAny(tasks), with a deadline of `timeout` from the await on this
+  /// pool's clock(): if no task has succeeded by then, the others are
+  /// cancelled and TimeoutError is thrown once they have settled. A zero or
+  /// negative timeout starts nothing and throws TimeoutError at once.
+  template <class Range, class Rep, class Period>
+  [[nodiscard]] detail::InvokeAwaitable<Range, true> invokeAny(Range&& tasks,
+                                                               std::chrono::duration<Rep, Period> timeout);
+
   /// Starts an orderly shutdown: no new tasks; queued and running ones
   /// finish. Scheduled one-shot tasks still run when due, unless
   /// ThreadPoolOptions::runDelayedTasksAfterShutdown is false (then their
@@ -372,6 +448,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
  private:
   friend class RejectionPolicy;
   friend class detail::ResumeOnAwaiter;
+  friend struct detail::CombinatorAccess;  // the combinators (InvokeAll, WhenAll, AsCompleted, TaskGroup)
 
   template <bool HasFuture, class F>
   static PendingTask makeTask(F&& f, int priority, const char* operation) {
@@ -431,7 +508,34 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   bool evictOldest();
   bool offerWithin(PendingTask& task, std::chrono::nanoseconds timeout);
 
+  // For the combinators, through detail::CombinatorAccess.
+  template <class R>
+  static detail::Ref<detail::ResultCore<R>> resultCoreOf(const PendingTask& task) noexcept {
+    return task.core_.template copyAs<detail::ResultCore<R>>();
+  }
+  template <class R>
+  static detail::ResultCore<R>* coreOf(const Future<R>& future) noexcept {
+    return future.core_.get();
+  }
+  template <class R>
+  static Future<R> futureOf(detail::Ref<detail::ResultCore<R>> core) noexcept {
+    return Future<R>(std::move(core));
+  }
+  /// The timer service of this pool, on its clock. Never blocks.
+  detail::TimerService& timerService() noexcept;
+  /// \throws RejectedExecution (counted nowhere: no task was handed over) if
+  /// the pool is shut down, naming `operation`. Never blocks otherwise.
+  void throwIfShutdown(const char* operation) const;
+  /// Hands `error` to the uncaught-exception handler (or prints it), on the
+  /// calling thread. Never throws.
+  void reportUncaught(const std::exception_ptr& error) noexcept;
+  /// The identity of this pool (as TaskCore::owner records it).
+  [[nodiscard]] const void* identity() const noexcept;
+
   std::unique_ptr<detail::PoolImpl> impl_;
 };
 
 }  // namespace coexec
+
+#include "coexec/detail/CombinatorAccess.h"
+#include "coexec/detail/InvokeAllImpl.h"

@@ -2,6 +2,7 @@
 
 /// The umbrella header: every public header of coexec.
 
+#include "coexec/AsCompleted.h"
 #include "coexec/CancellationToken.h"
 #include "coexec/Clock.h"
 #include "coexec/Errors.h"
@@ -15,6 +16,9 @@
 #include "coexec/Sleep.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
+#include "coexec/TaskGroup.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/ThreadPoolOptions.h"
+#include "coexec/WhenAll.h"
+#include "coexec/WhenAny.h"
 #include "coexec/WorkQueue.h"

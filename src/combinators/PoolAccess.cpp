@@ -1,0 +1,36 @@
+// What the combinators reach in a pool through detail::CombinatorAccess: its
+// timer service (timeouts on the pool's clock), its uncaught-exception
+// handler (a TaskGroup destroyed while its children ran), its identity
+// (the owner recorded in the tasks it admits), and whether it is shut down
+// (a combinator then starts nothing, whatever the rejection policy).
+
+#include "coexec/ThreadPoolExecutor.h"
+
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "pool/PoolImpl.h"
+
+namespace coexec {
+
+detail::TimerService& ThreadPoolExecutor::timerService() noexcept { return impl_->timers_; }
+
+void ThreadPoolExecutor::reportUncaught(const std::exception_ptr& error) noexcept {
+  const std::string_view thread = detail::tlsPool == impl_.get() && detail::tlsWorkerName != nullptr
+                                      ? std::string_view(*detail::tlsWorkerName)
+                                      : std::string_view("(outside the pool)");
+  impl_->reportUncaught(error, TaskInfo{impl_->name_, thread, false, 0});
+}
+
+void ThreadPoolExecutor::throwIfShutdown(const char* operation) const {
+  // acquire: a shutdown that happened before is seen; one racing with the
+  // caller's submissions is left to admission, which refuses them.
+  if (impl_->stateMirror_.load(std::memory_order_acquire) == PoolState::running) return;
+  throw RejectedExecution(
+      fmt::format("{}: the pool is shut down and accepts no new tasks (none was started)", operation), stats());
+}
+
+const void* ThreadPoolExecutor::identity() const noexcept { return impl_.get(); }
+
+}  // namespace coexec

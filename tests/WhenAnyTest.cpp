@@ -1,0 +1,158 @@
+#include "coexec/WhenAny.h"
+
+// co_await whenAny(t1, t2, ...): the first child to settle wins (its index
+// and value, or its exception), the others are cancelled and awaited before
+// it returns; void children as std::monostate; the awaiting task's
+// cancellation flowing in.
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <variant>
+
+#include <catch2/catch.hpp>
+
+#include "CombinatorTestSupport.h"
+#include "coexec/Errors.h"
+#include "coexec/Future.h"
+#include "coexec/Sleep.h"
+#include "coexec/SyncWait.h"
+#include "coexec/Task.h"
+#include "coexec/ThreadPoolExecutor.h"
+
+using coexec::Future;
+using coexec::OperationCancelled;
+using coexec::sleepFor;
+using coexec::syncWait;
+using coexec::Task;
+using coexec::ThreadPoolExecutor;
+using coexec::whenAny;
+using coexec::WhenAnyResult;
+using coexec::WorkQueue;
+using coexec::test::Children;
+using coexec::test::Counter;
+using coexec::test::OpenOnExit;
+using coexec::test::taggedPool;
+using coexec::test::throwsA;
+using namespace std::chrono_literals;
+
+namespace {
+
+Task<std::string> word(std::string w) { co_return w; }
+
+Task<void> touch(std::atomic<int>& counter) {
+  counter.fetch_add(1);
+  co_return;
+}
+
+Task<int> sleepsAnHour(Counter& sleeping, std::atomic<bool>& wokeCancelled) {
+  sleeping.arrive();
+  try {
+    co_await sleepFor(1h);
+  } catch (const OperationCancelled&) {
+    wokeCancelled = true;
+    throw;
+  }
+  co_return 0;
+}
+
+}  // namespace
+
+TEST_CASE("whenAny returns the first child to settle; the others are cancelled and awaited first", "[whenAny]") {
+  Children children;
+  Counter sleeping;
+  std::atomic<bool> sleepCancelled{false};
+  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
+  ThreadPoolExecutor pool(taggedPool("when", 2, 2, WorkQueue::bounded(64)));
+  OpenOnExit guard(children.release);
+  Future<int> slow = pool.submit(children.cooperative());
+  REQUIRE(children.started.waitFor(1));  // running: a cancel reaches its token (queued, it would never start)
+  Future<std::size_t> outer = driver.submit([&]() -> Task<std::size_t> {
+    Future<std::string> fast = pool.submit([&sleeping] {
+      if (!sleeping.waitFor(1)) throw std::logic_error("the sleeping Task did not start");
+      return std::string("fast");
+    });
+    const auto result = co_await whenAny(slow, sleepsAnHour(sleeping, sleepCancelled), fast);
+    if (std::get<2>(result.value) != "fast") co_return 99;
+    co_return result.index;
+  });
+  REQUIRE(children.cancelled.waitFor(1));
+  CHECK_FALSE(outer.isDone());  // the slow Future's task has not returned yet
+  children.release.open();
+  CHECK(outer.get() == 2);
+  CHECK(sleepCancelled.load());
+}
+
+TEST_CASE("whenAny of void children reports the winner as std::monostate", "[whenAny]") {
+  std::atomic<int> touched{0};
+  ThreadPoolExecutor pool(taggedPool("when", 1, 1, WorkQueue::bounded(8)));
+  const auto run = [&]() -> Task<WhenAnyResult<void, std::string>> {
+    co_return co_await whenAny(touch(touched), word("never started"));
+  };
+  const WhenAnyResult<void, std::string> result = syncWait(run());
+  CHECK(result.index == 0);
+  CHECK(std::holds_alternative<std::monostate>(result.value));
+  CHECK(touched.load() == 1);
+}
+
+TEST_CASE("whenAny rethrows the first child's exception after the others have settled", "[whenAny][failure]") {
+  Children children;
+  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
+  ThreadPoolExecutor pool(taggedPool("when", 2, 2, WorkQueue::bounded(64)));
+  OpenOnExit guard(children.release);
+  Future<int> slow = pool.submit(children.cooperative());
+  REQUIRE(children.started.waitFor(1));  // running: a cancel reaches its token (queued, it would never start)
+  Future<std::string> outer = driver.submit([&]() -> Task<std::string> {
+    Future<int> failing = pool.submit([&children]() -> int {
+      if (!children.started.waitFor(1)) throw std::logic_error("the slow task did not start");
+      throw std::runtime_error("first to settle");
+    });
+    try {
+      (void)co_await whenAny(slow, failing);
+    } catch (const std::runtime_error& e) {
+      co_return std::string(e.what());
+    }
+    co_return std::string("no exception");
+  });
+  REQUIRE(children.cancelled.waitFor(1));
+  CHECK_FALSE(outer.isDone());
+  children.release.open();
+  CHECK(outer.get() == "first to settle");
+}
+
+TEST_CASE("whenAny: a Future that has settled already wins, and no Task starts", "[whenAny]") {
+  std::atomic<int> touched{0};
+  ThreadPoolExecutor pool(taggedPool("when", 1, 1, WorkQueue::bounded(8)));
+  Future<int> done = pool.submit([] { return 8; });
+  done.wait();
+  const auto run = [&]() -> Task<int> {
+    const auto result = co_await whenAny(touch(touched), done);
+    co_return static_cast<int>(result.index) * 100 + std::get<1>(result.value);
+  };
+  CHECK(syncWait(run()) == 108);
+  CHECK(touched.load() == 0);
+}
+
+TEST_CASE("cancelling the awaiting coroutine's task cancels whenAny's children; OperationCancelled once they settled",
+          "[whenAny][cancel]") {
+  Children children;
+  Counter sleeping;
+  std::atomic<bool> sleepCancelled{false};
+  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
+  ThreadPoolExecutor pool(taggedPool("when", 2, 2, WorkQueue::bounded(64)));
+  OpenOnExit guard(children.release);
+  Future<int> slow = pool.submit(children.cooperative());
+  REQUIRE(children.started.waitFor(1));  // running: a cancel reaches its token (queued, it would never start)
+  Future<std::size_t> outer = driver.submit([&]() -> Task<std::size_t> {
+    const auto result = co_await whenAny(slow, sleepsAnHour(sleeping, sleepCancelled));
+    co_return result.index;
+  });
+  REQUIRE(sleeping.waitFor(1));  // the outer coroutine awaits whenAll/whenAny
+  CHECK(outer.cancel());
+  REQUIRE(children.cancelled.waitFor(1));
+  CHECK_FALSE(outer.isDone());
+  children.release.open();
+  CHECK(throwsA<OperationCancelled>([&] { (void)outer.get(); }));
+  CHECK(sleepCancelled.load());
+}
