@@ -3,8 +3,10 @@
 #include <chrono>
 #include <coroutine>
 #include <stdexcept>
+#include <utility>
 
 #include "coexec/Errors.h"
+#include "coexec/Task.h"
 #include "coexec/detail/Diagnostics.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/Scheduler.h"
@@ -155,6 +157,21 @@ class [[nodiscard]] Future {
 
 namespace detail {
 
+class AwaitLink;
+
+/// For a coroutine that runs for a pool task (`context` not null) and awaits
+/// `awaited`: a registration on the coroutine's token that cancels `awaited`
+/// (as Future::cancel() does) when the token is cancelled, or null when none
+/// is needed (no context, or `awaited` is the task's own child, which its
+/// cancellation reaches anyway). If the token is cancelled already,
+/// cancels `awaited` at once and returns null. Destroy the link with
+/// releaseAwaitLink() once the coroutine goes on.
+/// \throws std::bad_alloc if the token or the registration cannot be made.
+COEXEC_EXPORT AwaitLink* linkAwaitToCancellation(TaskContext& context, TaskCore& awaited);
+/// Deregisters and frees `link` (null: nothing). Blocks while its callback
+/// runs on another thread (it only cancels the awaited task).
+COEXEC_EXPORT void releaseAwaitLink(AwaitLink* link) noexcept;
+
 template <class R>
 class FutureAwaiter {
  public:
@@ -163,20 +180,43 @@ class FutureAwaiter {
   explicit FutureAwaiter(const Ref<ResultCore<R>>& core) : core_(core.get()) {
     if (!core_) throw std::logic_error("coexec::Future: awaiting an empty Future (default-constructed or moved from)");
   }
+  FutureAwaiter(const FutureAwaiter&) = delete;
+  FutureAwaiter& operator=(const FutureAwaiter&) = delete;
+  ~FutureAwaiter() { releaseAwaitLink(link_); }
+
   bool await_ready() const { return core_->isDone(); }
-  bool await_suspend(std::coroutine_handle<> awaiting) {
+  /// Structured cancellation: if the awaiting coroutine's token is cancelled
+  /// while it waits, the awaited task is cancelled, and the coroutine goes
+  /// on once that task has settled (its co_await then throws what the task
+  /// settled with: OperationCancelled, unless it had finished first).
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> awaiting) {
+    TaskContext* const context = taskContextOf(awaiting);
+    // A child of the awaiting task needs no link: cancelling the task
+    // cancels it (fork/join awaits its own children: the common case costs
+    // one load).
+    if (context != nullptr && !core_->isChildOf(context->task())) {
+      link_ = linkAwaitToCancellation(*context, *core_);  // may throw: not suspended
+    }
     Scheduler* scheduler = currentScheduler();
     const bool retained = scheduler != nullptr && scheduler->retain();
     scheduler_ = scheduler;
     retained_ = retained;
     awaiting_ = awaiting;
+    task_ = taskOf(context);
+    suspended_ = true;
     // After this returns true, another thread may resume the coroutine (and
     // destroy this awaiter): touch nothing of `this` afterwards.
     if (core_->setContinuation(&FutureAwaiter::resume, this)) return true;
+    suspended_ = false;
     if (retained) scheduler->release();  // already done: resume at once, here
     return false;
   }
-  R await_resume() { return core_->takeResult(); }
+  R await_resume() {
+    if (suspended_) setCurrentTask(task_);  // the coroutine goes on: its task's code again
+    releaseAwaitLink(std::exchange(link_, nullptr));
+    return core_->takeResult();
+  }
 
  private:
   static void resume(void* self) noexcept {
@@ -189,8 +229,11 @@ class FutureAwaiter {
 
   ResultCore<R>* core_;
   Scheduler* scheduler_ = nullptr;
-  bool retained_ = false;
+  TaskCore* task_ = nullptr;     // the awaiting coroutine's task (see currentTask())
+  AwaitLink* link_ = nullptr;    // cancels the awaited task with the awaiting one
   std::coroutine_handle<> awaiting_;
+  bool retained_ = false;
+  bool suspended_ = false;
 };
 
 }  // namespace detail

@@ -3,6 +3,7 @@
 #include <coroutine>
 
 #include "coexec/Export.h"
+#include "coexec/Task.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
 
@@ -42,12 +43,22 @@ class COEXEC_EXPORT ResumeOnAwaiter {
  public:
   explicit ResumeOnAwaiter(ThreadPoolExecutor& pool) noexcept : pool_(&pool) {}
   bool await_ready() const noexcept { return false; }
-  bool await_suspend(std::coroutine_handle<> awaiting);
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> awaiting) {
+    task_ = taskOf(taskContextOf(awaiting));
+    return suspend(awaiting);
+  }
+  /// Makes the coroutine's task the thread's current task again (if it
+  /// suspended); rethrows a refused hop's error.
   void await_resume();
 
  private:
+  bool suspend(std::coroutine_handle<> awaiting);
+
   ThreadPoolExecutor* pool_;
-  Ref<TaskCore> hop_;  // the admitted hop; null for a yield
+  Ref<TaskCore> hop_;         // the admitted hop; null for a yield
+  TaskCore* task_ = nullptr;  // the coroutine's task (see currentTask())
+  bool suspended_ = false;
 };
 
 }  // namespace detail

@@ -87,18 +87,35 @@ class HopTask final : public TaskCore {
 
 }  // namespace
 
-Trampoline*& currentTrampoline() noexcept {
-  thread_local Trampoline* current = nullptr;
-  return current;
+namespace {
+
+/// What coexec keeps per thread for the coroutines it runs: one block, so
+/// that resume() reaches both with one thread-local lookup.
+struct ThreadState {
+  Trampoline* trampoline = nullptr;
+  TaskCore* task = nullptr;
+};
+
+ThreadState& threadState() noexcept {
+  thread_local ThreadState state;
+  return state;
 }
 
+}  // namespace
+
+Trampoline*& currentTrampoline() noexcept { return threadState().trampoline; }
+
+TaskCore*& currentTaskSlot() noexcept { return threadState().task; }
+
 void resume(std::coroutine_handle<> handle) noexcept {
+  ThreadState& state = threadState();
   Trampoline trampoline{handle};
-  Trampoline*& current = currentTrampoline();
-  Trampoline* const outer = std::exchange(current, &trampoline);
+  Trampoline* const outer = std::exchange(state.trampoline, &trampoline);
+  TaskCore* const task = state.task;  // the resumed coroutines set their own; ours comes back after
   while (trampoline.next)
     std::exchange(trampoline.next, {}).resume();
-  current = outer;
+  state.trampoline = outer;
+  state.task = task;
 }
 
 void throwUnstartableTask(std::string_view scope, std::string_view operation, bool empty) {
@@ -219,25 +236,37 @@ void RunLoop::run() {
 
 // ---- resumeOn -----------------------------------------------------------------
 
-bool ResumeOnAwaiter::await_suspend(std::coroutine_handle<> awaiting) {
+bool ResumeOnAwaiter::suspend(std::coroutine_handle<> awaiting) {
   PoolImpl& pool = *pool_->impl_;
   if (currentPool() == &pool) {
+    suspended_ = true;
     pool.postYield(awaiting);  // a yield: behind the work already waiting, never rejected
     return true;
   }
   auto* hop = new HopTask(awaiting);
   Ref<TaskCore> local = Ref<TaskCore>::adopt(hop);
   hop_ = local;
+  suspended_ = true;
   // From here on the coroutine may be resumed by another thread (and this
-  // awaiter destroyed): only `local` and `hop` may be touched.
-  pool_->admit(PendingTask(local));  // may throw (abort): the coroutine then resumes with it
+  // awaiter destroyed): only `local` and `hop` may be touched, until we know
+  // it was not. The hop is not the coroutine's child: it is the coroutine
+  // itself going on, so it is admitted without a link to the current task.
+  try {
+    pool_->admitUnlinked(PendingTask(local));  // may throw (abort): the coroutine then resumes with it
+  } catch (...) {
+    suspended_ = false;  // not suspended: the exception comes out of the co_await here
+    throw;
+  }
   int expected = HopTask::kSuspending;
   // False (go on at once, on this thread) if the hop failed before we could
   // suspend, or ran here, inside admit (kRanInline: see HopTask).
-  return hop->phase.compare_exchange_strong(expected, HopTask::kSuspended, std::memory_order_acq_rel);
+  if (hop->phase.compare_exchange_strong(expected, HopTask::kSuspended, std::memory_order_acq_rel)) return true;
+  suspended_ = false;
+  return false;
 }
 
 void ResumeOnAwaiter::await_resume() {
+  if (suspended_) setCurrentTask(task_);  // the coroutine goes on: its task's code again
   if (!hop_) return;
   auto* hop = static_cast<HopTask*>(hop_.get());
   if (hop->error) std::rethrow_exception(hop->error);

@@ -225,6 +225,13 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // CoroutineObserver: a coroutine task of this pool created its token on
   // demand; tracked in inFlightTasks_ from now on.
   void coroutineTokenCreated(TaskCore& task) override;
+  /// A task settled as cancelled when it was submitted (its token, or the
+  /// task submitting it, was cancelled already): counted in taskCount and
+  /// cancelledCount, never admitted.
+  void countCancelledAtSubmission() noexcept {
+    countersHere().tasks.fetch_add(1, std::memory_order_relaxed);
+    count(Outcome::cancelled);  // release: after the task count (see statsLocked)
+  }
   /// Reports each failure of the thread factory to the uncaught handler
   /// (inline: admission calls it on every submission, nearly always empty).
   void reportFactoryErrors(const FactoryErrors& errors) {

@@ -19,6 +19,8 @@ class CancellationToken;
 
 namespace coexec::detail {
 
+class TaskCore;
+
 /// What a coroutine knows about the pool task it runs for. Set on the root
 /// Task's promise by whoever runs it as a task (CoroutineTask, which lives
 /// as long as the frame) and copied into every Task the chain awaits
@@ -34,10 +36,20 @@ class TaskContext {
   /// task gets one only when something in it asks). Never blocks.
   /// \throws std::bad_alloc if the token cannot be created.
   virtual CancellationToken cancellationToken() = 0;
+  /// The task itself: what the awaiters make the thread's current task
+  /// (currentTask()) when the coroutine goes on. Never null.
+  [[nodiscard]] TaskCore* task() const noexcept { return task_; }
 
  protected:
+  explicit TaskContext(TaskCore* task) noexcept : task_(task) {}
   ~TaskContext() = default;
+
+ private:
+  TaskCore* const task_;
 };
+
+/// The task of `context`, or null for a coroutine that runs for none.
+inline TaskCore* taskOf(const TaskContext* context) noexcept { return context != nullptr ? context->task() : nullptr; }
 
 /// Called when a root task (one nobody awaits: submitted to a pool, run by
 /// syncWait) finishes, inside its final suspension. The callee may destroy the
@@ -156,14 +168,20 @@ class TaskAwaiter {
   template <class Promise>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> awaiter) noexcept {
     TaskPromise<T>& child = handle_.promise();
-    child.setContext(taskContextOf(awaiter));  // one pointer: the child runs for the parent's task
+    TaskContext* const context = taskContextOf(awaiter);
+    child.setContext(context);  // one pointer: the child runs for the parent's task
     child.setContinuation(awaiter);
+    task_ = taskOf(context);
     return transferTo(handle_);
   }
-  decltype(auto) await_resume() { return handle_.promise().result(); }
+  decltype(auto) await_resume() {
+    setCurrentTask(task_);  // the awaiter goes on: its task's code again (see currentTask())
+    return handle_.promise().result();
+  }
 
  private:
   std::coroutine_handle<TaskPromise<T>> handle_;
+  TaskCore* task_ = nullptr;
 };
 
 inline Task<void> TaskPromise<void>::get_return_object() noexcept {
