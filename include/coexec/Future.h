@@ -27,6 +27,7 @@ namespace coexec {
 namespace detail {
 template <class R>
 class FutureAwaiter;
+struct FutureAccess;
 /// Throws std::logic_error if the calling thread belongs to the pool that owns
 /// `core` and the task has not finished: a blocking wait there can deadlock.
 COEXEC_EXPORT void checkBlockingWaitAllowed(const TaskCore& core, const char* operation);
@@ -145,6 +146,7 @@ class [[nodiscard]] Future {
 
  private:
   friend class ThreadPoolExecutor;
+  friend struct detail::FutureAccess;
   explicit Future(detail::Ref<detail::ResultCore<R>> core) noexcept : core_(std::move(core)) {}
 
   detail::ResultCore<R>& core() const {
@@ -182,7 +184,9 @@ class FutureAwaiter {
   }
   FutureAwaiter(const FutureAwaiter&) = delete;
   FutureAwaiter& operator=(const FutureAwaiter&) = delete;
-  ~FutureAwaiter() { releaseAwaitLink(link_); }
+  ~FutureAwaiter() {
+    if (link_ != nullptr) releaseAwaitLink(link_);
+  }
 
   bool await_ready() const { return core_->isDone(); }
   /// Structured cancellation: if the awaiting coroutine's token is cancelled
@@ -214,7 +218,7 @@ class FutureAwaiter {
   }
   R await_resume() {
     if (suspended_) setCurrentTask(task_);  // the coroutine goes on: its task's code again
-    releaseAwaitLink(std::exchange(link_, nullptr));
+    if (link_ != nullptr) releaseAwaitLink(std::exchange(link_, nullptr));
     return core_->takeResult();
   }
 

@@ -4,6 +4,7 @@
 
 #include "coexec/CancellationToken.h"
 #include "coexec/Clock.h"
+#include "coexec/CurrentToken.h"
 #include "coexec/Errors.h"
 #include "coexec/Future.h"
 #include "coexec/PendingTask.h"
@@ -17,4 +18,5 @@
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/ThreadPoolOptions.h"
+#include "coexec/WithTimeout.h"
 #include "coexec/WorkQueue.h"

@@ -87,35 +87,22 @@ class HopTask final : public TaskCore {
 
 }  // namespace
 
-namespace {
+constinit thread_local TaskCore* tlsCurrentTask = nullptr;
 
-/// What coexec keeps per thread for the coroutines it runs: one block, so
-/// that resume() reaches both with one thread-local lookup.
-struct ThreadState {
-  Trampoline* trampoline = nullptr;
-  TaskCore* task = nullptr;
-};
-
-ThreadState& threadState() noexcept {
-  thread_local ThreadState state;
-  return state;
+Trampoline*& currentTrampoline() noexcept {
+  thread_local Trampoline* current = nullptr;
+  return current;
 }
 
-}  // namespace
-
-Trampoline*& currentTrampoline() noexcept { return threadState().trampoline; }
-
-TaskCore*& currentTaskSlot() noexcept { return threadState().task; }
-
 void resume(std::coroutine_handle<> handle) noexcept {
-  ThreadState& state = threadState();
   Trampoline trampoline{handle};
-  Trampoline* const outer = std::exchange(state.trampoline, &trampoline);
-  TaskCore* const task = state.task;  // the resumed coroutines set their own; ours comes back after
+  Trampoline*& current = currentTrampoline();
+  Trampoline* const outer = std::exchange(current, &trampoline);
+  TaskCore* const task = tlsCurrentTask;  // the resumed coroutines set their own; ours comes back after
   while (trampoline.next)
     std::exchange(trampoline.next, {}).resume();
-  state.trampoline = outer;
-  state.task = task;
+  current = outer;
+  tlsCurrentTask = task;
 }
 
 void throwUnstartableTask(std::string_view scope, std::string_view operation, bool empty) {

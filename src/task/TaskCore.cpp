@@ -287,7 +287,7 @@ void TaskCore::requestTokenCancellation() noexcept {
 bool TaskCore::adoptChild(TaskCore& child) noexcept {
   std::uintptr_t head = children_.load(std::memory_order_acquire);
   if ((head & kChildrenClosed) != 0) return head != kClosedCancelled;
-  child.addRef();  // the list's
+  child.addRefUnpublished();  // the list's (the child is not published yet)
   child.linked_ = true;
   child.parent_.store(this, std::memory_order_relaxed);
   while (true) {

@@ -72,14 +72,15 @@ COEXEC_EXPORT void resume(std::coroutine_handle<> handle) noexcept;
 /// it (resume()). A coroutine resumed by foreign code (a hand-written
 /// awaiter, an Asio operation) runs with whatever its resumer's thread has,
 /// until its next coexec co_await returns.
-COEXEC_EXPORT TaskCore*& currentTaskSlot() noexcept;
-inline TaskCore* currentTask() noexcept { return currentTaskSlot(); }
-inline void setCurrentTask(TaskCore* task) noexcept { currentTaskSlot() = task; }
+/// (One thread-local pointer, read and written inline: the awaiters set it
+/// on every resumption. constinit: no initialisation guard on access.)
+extern COEXEC_EXPORT constinit thread_local TaskCore* tlsCurrentTask;
+inline TaskCore* currentTask() noexcept { return tlsCurrentTask; }
+inline void setCurrentTask(TaskCore* task) noexcept { tlsCurrentTask = task; }
 /// Sets the current task and returns the previous one.
 inline TaskCore* exchangeCurrentTask(TaskCore* task) noexcept {
-  TaskCore*& slot = currentTaskSlot();
-  TaskCore* const previous = slot;
-  slot = task;
+  TaskCore* const previous = tlsCurrentTask;
+  tlsCurrentTask = task;
   return previous;
 }
 
