@@ -131,7 +131,11 @@ class [[nodiscard]] Future {
   /// Future settles at once with OperationCancelled; a running task has its
   /// token cancelled and the Future settles with OperationCancelled when the
   /// callable returns (its value is discarded). A coroutine task sleeping in
-  /// sleepFor() (or in a Task it awaits) wakes at once with OperationCancelled.
+  /// sleepFor() (or in a Task it awaits) wakes at once with OperationCancelled;
+  /// one awaiting a Future has that Future's task cancelled too, and goes on
+  /// once it has settled. The work the task submitted while it ran (its
+  /// children, on any pool) is cancelled the same way, on this thread, depth
+  /// first; the task that submitted this one is not (docs/cancellation.md).
   /// Returns false if the task had already settled.
   /// \throws std::logic_error if empty.
   bool cancel() { return core().requestCancel(); }

@@ -355,7 +355,10 @@ class COEXEC_EXPORT ThreadPoolExecutor {
 
   /// Stops: no new tasks; returns the queued tasks that never started, in
   /// queue order; requests cancellation of the running ones (through their
-  /// CancellationToken; a task that ignores it runs to the end). Never blocks
+  /// CancellationToken; a task that ignores it runs to the end), and with it
+  /// of the work each of those submitted (its children, on any pool, are
+  /// cancelled as by Future::cancel(); a returned task that was such a child
+  /// comes back cancelled: isCancelled()). Never blocks
   /// for the tasks. The returned tasks are the caller's: run them, or drop
   /// them (their Futures then report BrokenPromise). A task that a pool
   /// thread forks onto its local queue at the very moment of the call is
