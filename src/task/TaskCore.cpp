@@ -239,8 +239,18 @@ void TaskCore::abandon(std::exception_ptr reason) noexcept {
 bool TaskCore::cancel(bool waitWhileSettling) noexcept {
   const CancelOutcome outcome = cancelOne(waitWhileSettling);
   // A queued task never ran: no children. A running one's go with it.
-  if (outcome == CancelOutcome::running) cancelTree(detachChildren(kClosedCancelled));
+  if (outcome == CancelOutcome::running || outcome == CancelOutcome::runningAgain) {
+    cancelRunning(outcome == CancelOutcome::running);
+  }
   return outcome != CancelOutcome::done;
+}
+
+void TaskCore::cancelRunning(bool cancelTokenToo) noexcept {
+  // The children first: the token's callbacks may let the task return and
+  // settle at once, and a settled task lets its children go uncancelled.
+  TaskCore* const children = detachChildren(kClosedCancelled);
+  if (cancelTokenToo) cancelToken();
+  cancelTree(children);
 }
 
 TaskCore::CancelOutcome TaskCore::cancelOne(bool waitWhileSettling) noexcept {
@@ -265,22 +275,18 @@ TaskCore::CancelOutcome TaskCore::cancelOne(bool waitWhileSettling) noexcept {
         }
         s = state_.load(std::memory_order_acquire);
         continue;
-      default:  // running: cancel its token; finish() reports the cancellation
+      default:  // running: the caller cancels its token; finish() reports the cancellation
         // seq_cst, as the load in cancelToken(): a token the coroutine
         // creates meanwhile is cancelled by one side or the other (see
         // createToken()).
         if (state_.compare_exchange_weak(s, s | kCancelled, std::memory_order_seq_cst, std::memory_order_acquire)) {
-          if ((s & kCancelled) == 0) cancelToken();
-          return CancelOutcome::running;
+          return (s & kCancelled) == 0 ? CancelOutcome::running : CancelOutcome::runningAgain;
         }
     }
   }
 }
 
-void TaskCore::requestTokenCancellation() noexcept {
-  cancelToken();
-  cancelTree(detachChildren(kClosedCancelled));
-}
+void TaskCore::requestTokenCancellation() noexcept { cancelRunning(/*cancelTokenToo=*/true); }
 
 // ---- links ---------------------------------------------------------------------
 
@@ -366,10 +372,14 @@ void TaskCore::cancelTree(TaskCore* list) noexcept {
     list = node->nextSibling_;
     node->nextSibling_ = nullptr;
     node->parent_.store(nullptr, std::memory_order_relaxed);
-    if (node->cancelOne(/*waitWhileSettling=*/false) == CancelOutcome::running) {
+    const CancelOutcome outcome = node->cancelOne(/*waitWhileSettling=*/false);
+    if (outcome == CancelOutcome::running || outcome == CancelOutcome::runningAgain) {
       // Its children go next, before its siblings: depth first, without
-      // recursion (their links are ours now).
-      if (TaskCore* const grandchildren = node->detachChildren(kClosedCancelled)) {
+      // recursion (their links are ours now). Taken before its token's
+      // callbacks run, as in cancelRunning().
+      TaskCore* const grandchildren = node->detachChildren(kClosedCancelled);
+      if (outcome == CancelOutcome::running) node->cancelToken();
+      if (grandchildren != nullptr) {
         TaskCore* last = grandchildren;
         while (last->nextSibling_ != nullptr)
           last = last->nextSibling_;

@@ -220,11 +220,18 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   ~TaskCore() override;
 
  private:
-  enum class CancelOutcome : std::uint8_t { done, settled, running };
-  /// requestCancel() and cancelFromLink(): cancelOne(), then the children.
+  // What cancelOne() did: nothing (done), settled a queued task, or marked a
+  // running one cancelled (runningAgain: it was already).
+  enum class CancelOutcome : std::uint8_t { done, settled, running, runningAgain };
+  /// requestCancel() and cancelFromLink(): cancelOne(), then the token and
+  /// the children of a running task (cancelRunning()).
   bool cancel(bool waitWhileSettling) noexcept;
-  /// Cancels this task alone (its token, not its children).
+  /// Cancels this task alone: settles it if queued (its token included),
+  /// marks it cancelled if running (the caller cancels its token).
   CancelOutcome cancelOne(bool waitWhileSettling) noexcept;
+  /// For a running task: takes its children (closing the list as
+  /// cancelled), then cancels its token (if asked), then the children.
+  void cancelRunning(bool cancelTokenToo) noexcept;
   /// Cancels the token only, if there is one.
   void cancelToken() noexcept {
     // seq_cst: see createToken().
