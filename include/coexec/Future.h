@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <coroutine>
+#include <cstdint>
 #include <stdexcept>
 #include <utility>
 
@@ -163,21 +164,6 @@ class [[nodiscard]] Future {
 
 namespace detail {
 
-class AwaitLink;
-
-/// For a coroutine that runs for a pool task (`context` not null) and awaits
-/// `awaited`: a registration on the coroutine's token that cancels `awaited`
-/// (as Future::cancel() does) when the token is cancelled, or null when none
-/// is needed (no context, or `awaited` is the task's own child, which its
-/// cancellation reaches anyway). If the token is cancelled already,
-/// cancels `awaited` at once and returns null. Destroy the link with
-/// releaseAwaitLink() once the coroutine goes on.
-/// \throws std::bad_alloc if the token or the registration cannot be made.
-COEXEC_EXPORT AwaitLink* linkAwaitToCancellation(TaskContext& context, TaskCore& awaited);
-/// Deregisters and frees `link` (null: nothing). Blocks while its callback
-/// runs on another thread (it only cancels the awaited task).
-COEXEC_EXPORT void releaseAwaitLink(AwaitLink* link) noexcept;
-
 template <class R>
 class FutureAwaiter {
  public:
@@ -186,12 +172,6 @@ class FutureAwaiter {
   explicit FutureAwaiter(const Ref<ResultCore<R>>& core) : core_(core.get()) {
     if (!core_) throw std::logic_error("coexec::Future: awaiting an empty Future (default-constructed or moved from)");
   }
-  FutureAwaiter(const FutureAwaiter&) = delete;
-  FutureAwaiter& operator=(const FutureAwaiter&) = delete;
-  ~FutureAwaiter() {
-    if (link_ != nullptr) releaseAwaitLink(link_);
-  }
-
   bool await_ready() const { return core_->isDone(); }
   /// Structured cancellation: if the awaiting coroutine's token is cancelled
   /// while it waits, the awaited task is cancelled, and the coroutine goes
@@ -204,44 +184,49 @@ class FutureAwaiter {
     // cancels it (fork/join awaits its own children: the common case costs
     // one load).
     if (context != nullptr && !core_->isChildOf(context->task())) {
-      link_ = linkAwaitToCancellation(*context, *core_);  // may throw: not suspended
+      linkAwaitToCancellation(*context, *core_);  // may throw: not suspended
     }
     Scheduler* scheduler = currentScheduler();
     const bool retained = scheduler != nullptr && scheduler->retain();
-    scheduler_ = scheduler;
-    retained_ = retained;
+    scheduler_ = reinterpret_cast<std::uintptr_t>(scheduler) | (retained ? kRetained : 0);
+    context_ = reinterpret_cast<std::uintptr_t>(context) | kSuspended;
     awaiting_ = awaiting;
-    task_ = taskOf(context);
-    suspended_ = true;
     // After this returns true, another thread may resume the coroutine (and
     // destroy this awaiter): touch nothing of `this` afterwards.
     if (core_->setContinuation(&FutureAwaiter::resume, this)) return true;
-    suspended_ = false;
+    context_ &= ~kSuspended;
     if (retained) scheduler->release();  // already done: resume at once, here
     return false;
   }
   R await_resume() {
-    if (suspended_) setCurrentTask(task_);  // the coroutine goes on: its task's code again
-    if (link_ != nullptr) releaseAwaitLink(std::exchange(link_, nullptr));
+    auto* const context = reinterpret_cast<TaskContext*>(context_ & ~kSuspended);
+    // The coroutine goes on: its task's code again (none, for a coroutine
+    // that runs for no task).
+    if ((context_ & kSuspended) != 0) setCurrentTask(taskOf(context));
+    if (context != nullptr && context->awaitLink() != nullptr) releaseAwaitLink(*context);
     return core_->takeResult();
   }
 
  private:
+  // Flags in the low bits of the pointers (both types are aligned to 8), so
+  // that the awaiter, which every frame that awaits a Future holds, stays
+  // four words.
+  static constexpr std::uintptr_t kRetained = 1;   // in scheduler_: retain() succeeded
+  static constexpr std::uintptr_t kSuspended = 1;  // in context_: await_suspend returned true
+
   static void resume(void* self) noexcept {
     auto* awaiter = static_cast<FutureAwaiter*>(self);
-    Scheduler* const scheduler = awaiter->scheduler_;  // the awaiter may be gone once resumed
-    const bool retained = awaiter->retained_;
+    // The awaiter may be gone once resumed.
+    auto* const scheduler = reinterpret_cast<Scheduler*>(awaiter->scheduler_ & ~kRetained);
+    const bool retained = (awaiter->scheduler_ & kRetained) != 0;
     resumeFor(scheduler, awaiter->awaiting_);
     if (retained) scheduler->release();
   }
 
   ResultCore<R>* core_;
-  Scheduler* scheduler_ = nullptr;
-  TaskCore* task_ = nullptr;     // the awaiting coroutine's task (see currentTask())
-  AwaitLink* link_ = nullptr;    // cancels the awaited task with the awaiting one
+  std::uintptr_t scheduler_ = 0;  // Scheduler* | kRetained
+  std::uintptr_t context_ = 0;    // TaskContext* | kSuspended
   std::coroutine_handle<> awaiting_;
-  bool retained_ = false;
-  bool suspended_ = false;
 };
 
 }  // namespace detail

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <coroutine>
+#include <cstdint>
 
 #include "coexec/Export.h"
 #include "coexec/Task.h"
@@ -45,7 +46,7 @@ class COEXEC_EXPORT ResumeOnAwaiter {
   bool await_ready() const noexcept { return false; }
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> awaiting) {
-    task_ = taskOf(taskContextOf(awaiting));
+    task_ = reinterpret_cast<std::uintptr_t>(taskOf(taskContextOf(awaiting)));
     return suspend(awaiting);
   }
   /// Makes the coroutine's task the thread's current task again (if it
@@ -55,10 +56,11 @@ class COEXEC_EXPORT ResumeOnAwaiter {
  private:
   bool suspend(std::coroutine_handle<> awaiting);
 
+  static constexpr std::uintptr_t kSuspended = 1;  // in task_: suspend() returned true
+
   ThreadPoolExecutor* pool_;
   Ref<TaskCore> hop_;         // the admitted hop; null for a yield
-  TaskCore* task_ = nullptr;  // the coroutine's task (see currentTask())
-  bool suspended_ = false;
+  std::uintptr_t task_ = 0;   // the coroutine's task (see currentTask()) | kSuspended
 };
 
 }  // namespace detail

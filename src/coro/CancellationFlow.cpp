@@ -16,6 +16,8 @@
 
 #include "coexec/Future.h"
 
+#include <cassert>
+
 namespace coexec::detail {
 
 class AwaitLink final : public Recycled {
@@ -31,17 +33,21 @@ class AwaitLink final : public Recycled {
   CancellationRegistration registration_;
 };
 
-AwaitLink* linkAwaitToCancellation(TaskContext& context, TaskCore& awaited) {
+void linkAwaitToCancellation(TaskContext& context, TaskCore& awaited) {
+  assert(context.awaitLink() == nullptr && "a chain awaits one Future at a time");
   const CancellationToken token = context.cancellationToken();  // may throw std::bad_alloc
   if (token.isCancellationRequested()) {
     // Cancelled already: the awaited work goes too, and the coroutine waits
     // for it to settle (structured: it does not leave it running).
     awaited.cancelFromLink();
-    return nullptr;
+    return;
   }
-  return new AwaitLink(token, awaited);  // runs the callback here if the token was cancelled meanwhile
+  context.setAwaitLink(new AwaitLink(token, awaited));  // runs the callback here if the token was cancelled meanwhile
 }
 
-void releaseAwaitLink(AwaitLink* link) noexcept { delete link; }
+void releaseAwaitLink(TaskContext& context) noexcept {
+  delete context.awaitLink();
+  context.setAwaitLink(nullptr);
+}
 
 }  // namespace coexec::detail

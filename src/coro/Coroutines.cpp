@@ -226,14 +226,14 @@ void RunLoop::run() {
 bool ResumeOnAwaiter::suspend(std::coroutine_handle<> awaiting) {
   PoolImpl& pool = *pool_->impl_;
   if (currentPool() == &pool) {
-    suspended_ = true;
+    task_ |= kSuspended;
     pool.postYield(awaiting);  // a yield: behind the work already waiting, never rejected
     return true;
   }
   auto* hop = new HopTask(awaiting);
   Ref<TaskCore> local = Ref<TaskCore>::adopt(hop);
   hop_ = local;
-  suspended_ = true;
+  task_ |= kSuspended;
   // From here on the coroutine may be resumed by another thread (and this
   // awaiter destroyed): only `local` and `hop` may be touched, until we know
   // it was not. The hop is not the coroutine's child: it is the coroutine
@@ -241,19 +241,20 @@ bool ResumeOnAwaiter::suspend(std::coroutine_handle<> awaiting) {
   try {
     pool_->admitUnlinked(PendingTask(local));  // may throw (abort): the coroutine then resumes with it
   } catch (...) {
-    suspended_ = false;  // not suspended: the exception comes out of the co_await here
+    task_ &= ~kSuspended;  // not suspended: the exception comes out of the co_await here
     throw;
   }
   int expected = HopTask::kSuspending;
   // False (go on at once, on this thread) if the hop failed before we could
   // suspend, or ran here, inside admit (kRanInline: see HopTask).
   if (hop->phase.compare_exchange_strong(expected, HopTask::kSuspended, std::memory_order_acq_rel)) return true;
-  suspended_ = false;
+  task_ &= ~kSuspended;
   return false;
 }
 
 void ResumeOnAwaiter::await_resume() {
-  if (suspended_) setCurrentTask(task_);  // the coroutine goes on: its task's code again
+  // The coroutine goes on: its task's code again.
+  if ((task_ & kSuspended) != 0) setCurrentTask(reinterpret_cast<TaskCore*>(task_ & ~kSuspended));
   if (!hop_) return;
   auto* hop = static_cast<HopTask*>(hop_.get());
   if (hop->error) std::rethrow_exception(hop->error);

@@ -130,6 +130,9 @@ class CoroutineTask final : public ResultCore<R>, private TaskContext {
     // Nothing else touches fn_ or task_ once the coroutine has finished.
     task_ = Task<R>();
     fn_.reset();
+    // A frame destroyed while it awaited a Future (never resumed) leaves its
+    // link behind: not needed any more.
+    if (this->awaitLink() != nullptr) releaseAwaitLink(*this);
     const bool fireAndForget = !this->hasFuture();
     const RunResult result = this->finish(std::move(error));
     if (observer_) {
