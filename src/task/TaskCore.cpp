@@ -395,6 +395,9 @@ void TaskCore::dropChildren(TaskCore* list) noexcept {
   while (list != nullptr) {
     TaskCore* const node = list;
     list = node->nextSibling_;
+    // The last reference (fork/join: the parent has awaited and dropped the
+    // child's Future): nobody can look at its links any more.
+    if (node->releaseIfSole()) continue;
     node->nextSibling_ = nullptr;
     node->parent_.store(nullptr, std::memory_order_relaxed);
     node->release();

@@ -167,18 +167,14 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// its coroutine created one (createToken()).
   [[nodiscard]] bool hasToken() const noexcept { return tokenStage_.load(std::memory_order_acquire) == kTokenReady; }
   [[nodiscard]] int priority() const noexcept { return priority_; }
-  // (The fields below are laid out so that a task with a small callable
-  // fits in a 128-byte block of the frame allocator: the first one fills
-  // the tail of RefCounted.)
+  // (The fields are laid out in declaration order across the access
+  // sections: the first cache line holds what every start, finish and child
+  // touches (the stage word, the children list, the result), the first
+  // field filling the tail of RefCounted; the rest follows. `owner` and
+  // `cancelListener`, declared at the end, are public too.)
   /// Which of its pool's in-flight counters a started coroutine task counts
   /// in; written by the worker that starts it.
   std::uint32_t inFlightShard = 0;
-  /// The pool that admitted the task (an identity, see currentPoolIdentity());
-  /// written before the task is published to any other thread.
-  const void* owner = nullptr;
-  /// Told by requestCancel() when it cancels the task while queued; set
-  /// before the task is published to another thread, then never changed.
-  Ref<QueuedCancelListener> cancelListener;
   /// False for a run of a periodic schedule, which the pool counts once per
   /// schedule, not per run; written before the task is published.
   bool countsInStats = true;
@@ -308,20 +304,32 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   // published.
   bool linked_ = false;
   std::atomic<std::uint32_t> state_{kQueued};
+  // Next to state_: the running task's thread owns this line already when
+  // it adds a child.
+  std::atomic<std::uintptr_t> children_{0};  // see kChildrenClosed
   std::exception_ptr error_;             // written by the settler before `done`, read after it
   Continuation continuation_ = nullptr;  // written before kContinuation is set, read by the settler
   void* continuationArg_ = nullptr;      // ditto
+  std::atomic<TokenLink*> tokenLink_{nullptr};  // linkToken(); taken (exchange) and released by the settler
+  // (Second line: what a settling thread on another core does not touch,
+  // so that the parent's release of a child costs no extra transfer.)
+  const int priority_;
+  std::uint32_t childBudget_ = kMinChildBudget;  // children to add before the next pruning; the owner's
   alignas(CancellationSource) unsigned char sourceStorage_[sizeof(CancellationSource)];  // see tokenStage_
-  std::atomic<std::uintptr_t> children_{0};  // see kChildrenClosed
   // This task's place in its parent's children list: the next (older)
   // sibling, written by whoever holds the list (the parent's thread while it
   // is open, the closer after), and the parent while it is listed (an
   // identity for isChildOf(), cleared when it leaves the list).
   TaskCore* nextSibling_ = nullptr;
   std::atomic<TaskCore*> parent_{nullptr};
-  std::atomic<TokenLink*> tokenLink_{nullptr};  // linkToken(); taken (exchange) and released by the settler
-  const int priority_;
-  std::uint32_t childBudget_ = kMinChildBudget;  // children to add before the next pruning; the owner's
+
+ public:
+  /// The pool that admitted the task (an identity, see currentPoolIdentity());
+  /// written before the task is published to any other thread.
+  const void* owner = nullptr;
+  /// Told by requestCancel() when it cancels the task while queued; set
+  /// before the task is published to another thread, then never changed.
+  Ref<QueuedCancelListener> cancelListener;
 };
 
 /// Storage for a task's value: an object, a reference, or nothing.
