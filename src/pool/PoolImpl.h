@@ -343,7 +343,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // - not running: it takes mutex_ before it decrements, and decides under
   //   the lock whether the pool can now terminate; the pool cannot terminate
   //   (and so cannot be freed) while its count is still in the total.
-  static constexpr std::size_t kInFlightShards = 8;
+  static constexpr std::size_t kInFlightShards = 8;  // fits TaskCore::inFlightShard (a byte)
   struct alignas(64) InFlightShard {
     std::atomic<std::size_t> count{0};
     std::atomic<std::size_t> finishing{0};

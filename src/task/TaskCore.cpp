@@ -341,10 +341,11 @@ void TaskCore::pruneChildren() noexcept {
   *tail = nullptr;
   // release: unlocks, publishing the new links to a closer.
   children_.store(reinterpret_cast<std::uintptr_t>(kept), std::memory_order_release);
-  // The next pruning after as many children again as survived: each child
-  // is looked at O(1) times on average, and the list stays within about
-  // twice the children alive (plus kMinChildBudget).
-  childBudget_ = std::max(kMinChildBudget, keptCount);
+  // The next pruning after as many children again as survived (up to
+  // 65535): each child is looked at O(1) times on average, and the list
+  // stays within about twice the children alive (plus kMinChildBudget, or
+  // plus 65535 for a task with more children alive than that).
+  childBudget_ = static_cast<std::uint16_t>(std::clamp<std::uint32_t>(keptCount, kMinChildBudget, 65535));
   dropChildren(settled);  // after unlocking: the last reference may run a result's destructor
 }
 

@@ -168,13 +168,13 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   [[nodiscard]] bool hasToken() const noexcept { return tokenStage_.load(std::memory_order_acquire) == kTokenReady; }
   [[nodiscard]] int priority() const noexcept { return priority_; }
   // (The fields are laid out in declaration order across the access
-  // sections: the first cache line holds what every start, finish and child
-  // touches (the stage word, the children list, the result), the first
-  // field filling the tail of RefCounted; the rest follows. `owner` and
+  // sections: first, next to the reference count, what every start, finish
+  // and child touches (the stage word, the children list, the result), the
+  // first field filling the tail of RefCounted; then the rest. `owner` and
   // `cancelListener`, declared at the end, are public too.)
   /// Which of its pool's in-flight counters a started coroutine task counts
-  /// in; written by the worker that starts it.
-  std::uint32_t inFlightShard = 0;
+  /// in (fewer than 256); written by the worker that starts it.
+  std::uint8_t inFlightShard = 0;
   /// False for a run of a periodic schedule, which the pool counts once per
   /// schedule, not per run; written before the task is published.
   bool countsInStats = true;
@@ -295,7 +295,7 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   static constexpr std::uintptr_t kChildrenLocked = 2;
   static constexpr std::uintptr_t kClosedCancelled = kChildrenClosed;      // new children start cancelled
   static constexpr std::uintptr_t kClosedSettled = kChildrenClosed | 4;    // the task settled: new children run free
-  static constexpr std::uint32_t kMinChildBudget = 16;
+  static constexpr std::uint16_t kMinChildBudget = 16;
 
   const bool hasFuture_;
   std::atomic<std::uint8_t> tokenStage_;
@@ -303,18 +303,20 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   // synchronised path even without a Future. Written before the task is
   // published.
   bool linked_ = false;
+  // Children to add before the next pruning (at most 65535: see
+  // pruneChildren()); the owner's alone.
+  std::uint16_t childBudget_ = kMinChildBudget;
   std::atomic<std::uint32_t> state_{kQueued};
-  // Next to state_: the running task's thread owns this line already when
+  // Next to state_: the running task's thread has this memory at hand when
   // it adds a child.
   std::atomic<std::uintptr_t> children_{0};  // see kChildrenClosed
   std::exception_ptr error_;             // written by the settler before `done`, read after it
   Continuation continuation_ = nullptr;  // written before kContinuation is set, read by the settler
   void* continuationArg_ = nullptr;      // ditto
   std::atomic<TokenLink*> tokenLink_{nullptr};  // linkToken(); taken (exchange) and released by the settler
-  // (Second line: what a settling thread on another core does not touch,
-  // so that the parent's release of a child costs no extra transfer.)
+  // (From here: what a settling thread on another core does not touch, so
+  // that the parent's release of a child costs no extra transfer.)
   const int priority_;
-  std::uint32_t childBudget_ = kMinChildBudget;  // children to add before the next pruning; the owner's
   alignas(CancellationSource) unsigned char sourceStorage_[sizeof(CancellationSource)];  // see tokenStage_
   // This task's place in its parent's children list: the next (older)
   // sibling, written by whoever holds the list (the parent's thread while it
