@@ -36,6 +36,9 @@ class CurrentTokenAwaiter;
 /// is a small object with a constructor, not a Future.
 /// \throws std::bad_alloc (from the `co_await`) if the task's token cannot be
 /// created.
+///
+/// Thread safety: the token returned may be copied to, and observed from,
+/// any thread (see CancellationToken).
 [[nodiscard]] detail::CurrentTokenAwaiter currentToken() noexcept;
 
 namespace detail {

@@ -71,7 +71,12 @@ class FutureTimeout;
 /// \throws std::invalid_argument (a std::logic_error) if `task` is empty;
 /// std::logic_error if it was already started (both from withTimeout()
 /// itself). From the `co_await`: TimeoutError; what `task` throws;
-/// std::bad_alloc; std::system_error if the timer thread cannot start.
+/// std::logic_error if the result is awaited a second time; std::bad_alloc;
+/// std::system_error if the timer thread cannot start.
+///
+/// Thread safety: the result is a move-free object for the one coroutine
+/// that awaits it; the deadline, the work's settlement and the caller's
+/// cancellation meet inside it without locks (src/coro/WithTimeout.cpp).
 template <class T, class Rep, class Period>
 [[nodiscard]] detail::TaskTimeout<T> withTimeout(Task<T>&& task, std::chrono::duration<Rep, Period> timeout);
 
