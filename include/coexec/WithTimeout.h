@@ -74,7 +74,7 @@ class FutureTimeout;
 /// std::logic_error if the result is awaited a second time; std::bad_alloc;
 /// std::system_error if the timer thread cannot start.
 ///
-/// Thread safety: the result is a move-free object for the one coroutine
+/// Thread safety: the result (neither copyable nor movable) is for the one coroutine
 /// that awaits it; the deadline, the work's settlement and the caller's
 /// cancellation meet inside it without locks (src/coro/WithTimeout.cpp).
 template <class T, class Rep, class Period>
