@@ -8,6 +8,13 @@
 //   a returned task run by the caller -> produces its value
 //   a returned task dropped         -> its Future: BrokenPromise
 //
+// Cancellation flows (docs/cancellation.md):
+//
+//   pool.submit(f, token)           -> cancelling `token` cancels the task as cancel() does
+//   work submitted from a task      -> its child: cancelling the task cancels the whole tree
+//   co_await withTimeout(task, d)   -> at the deadline the task is cancelled; TimeoutError
+//                                      once it has settled
+//
 // The program checks every outcome and the pool's ledger, and exits non-zero
 // on a mismatch.
 
@@ -15,6 +22,8 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
 #include <latch>
 #include <string_view>
 #include <vector>
@@ -49,6 +58,87 @@ int waitForCancellation(coexec::CancellationToken token, std::latch& started) {
   cancelled.wait();
   token.throwIfCancellationRequested();
   return 0;
+}
+
+// Backends that saw their token cancelled (written on pool threads).
+std::atomic<int> backendsCancelled{0};
+
+// A backend call that takes `latency`. It honours cancellation for free: a
+// sleep ends at once with OperationCancelled when the task's token is
+// cancelled. `started` and `ended` let main() see it happen.
+coexec::Task<int> backend(int value, std::chrono::milliseconds latency, std::latch& started, std::latch& ended) {
+  const coexec::CancellationToken token = co_await coexec::currentToken();  // this task's own token
+  started.count_down();
+  try {
+    co_await coexec::sleepFor(latency);
+  } catch (const coexec::OperationCancelled&) {
+    if (token.isCancellationRequested()) backendsCancelled.fetch_add(1);
+    ended.count_down();
+    throw;
+  }
+  ended.count_down();
+  co_return value;
+}
+
+// A request fans out to two backends and awaits them. Submitted from inside
+// the request's task, the backends are its children: cancelling the request
+// cancels them too.
+coexec::Task<int> request(coexec::ThreadPoolExecutor& pool, std::chrono::milliseconds latency, std::latch& started,
+                          std::latch& ended) {
+  coexec::Future<int> a = pool.submit(backend(1, latency, started, ended));
+  coexec::Future<int> b = pool.submit(backend(2, latency, started, ended));
+  const int first = co_await a;
+  co_return first + co_await b;
+}
+
+// The same request with a budget: at the deadline it is cancelled (and so
+// are its backends), and TimeoutError comes once it has settled.
+coexec::Task<int> requestWithin(coexec::ThreadPoolExecutor& pool, std::chrono::milliseconds latency,
+                                std::chrono::milliseconds budget, std::latch& started, std::latch& ended) {
+  auto timed = coexec::withTimeout(request(pool, latency, started, ended), budget);
+  try {
+    co_return co_await timed;
+  } catch (const coexec::TimeoutError&) {
+    co_return -1;
+  }
+}
+
+void cancellationThatFlows() {
+  coexec::ThreadPoolExecutor pool(coexec::ThreadPoolOptions{.name = "flow", .corePoolSize = 2, .maximumPoolSize = 2});
+  {
+    // The caller's token (say, the client went away) cancels the request,
+    // which cancels both backends, asleep for an hour.
+    coexec::CancellationSource client;
+    std::latch started(2);
+    std::latch ended(2);
+    coexec::Future<int> answer = pool.submit(request(pool, std::chrono::hours(1), started, ended), client.token());
+    started.wait();
+    client.requestCancellation();
+    check(reports<coexec::OperationCancelled>(answer), "cancelling the caller's token cancels the request");
+    ended.wait();  // both backends ended by cancellation, within moments, not an hour
+  }
+  {
+    std::latch started(2);
+    std::latch ended(2);
+    coexec::Future<int> answer =
+        pool.submit(requestWithin(pool, std::chrono::hours(1), std::chrono::milliseconds(20), started, ended));
+    check(answer.get() == -1, "withTimeout: TimeoutError once the request has settled");
+    ended.wait();
+  }
+  {
+    std::latch started(2);
+    std::latch ended(2);
+    coexec::Future<int> answer =
+        pool.submit(requestWithin(pool, std::chrono::milliseconds(1), std::chrono::hours(1), started, ended));
+    check(answer.get() == 3, "withTimeout: the value when the work finishes in time");
+    ended.wait();
+  }
+  check(backendsCancelled.load() == 4, "the four backends of the two cancelled requests saw their tokens cancelled");
+  pool.close();
+  const coexec::PoolStats s = pool.stats();
+  check(s.taskCount == s.completedTaskCount + s.failedCount + s.cancelledCount + s.discardedCount +
+                           s.drainedCount + s.queueSize + s.localQueueSize,
+        "the ledger of the second pool adds up");
 }
 
 }  // namespace
@@ -117,6 +207,8 @@ int main() {
   check(s.taskCount == 6 && s.completedTaskCount == 1 && s.cancelledCount == 3 && s.drainedCount == 2 &&
             s.rejectedCount == 1,
         "6 tasks: 1 completed, 3 cancelled, 2 drained; 1 rejected");
+
+  cancellationThatFlows();
 
   if (failures != 0) {
     fmt::print("{} check(s) failed\n", failures);

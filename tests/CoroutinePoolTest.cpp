@@ -736,36 +736,52 @@ TEST_CASE("cancel of a suspended coroutine task cancels its token", "[coroutine]
   CHECK(finalStats(p).cancelledCount == 1);
 }
 
-TEST_CASE("shutdownNow cancels the token of a suspended coroutine task, which then finishes",
+TEST_CASE("shutdownNow cancels the token of a suspended coroutine task and what it awaits, then waits for it to settle",
           "[coroutine][shutdown][cancel]") {
   Gate remote;
   Counter reached;
+  Counter childRuns;
   Counter cancelled;
   ThreadPoolExecutor q(taggedPool("rq", 1, 1, WorkQueue::bounded(4)));
   ThreadPoolExecutor p(taggedPool("sn", 1, 1, WorkQueue::bounded(4)));
   OpenOnExit releaseRemote(remote);
-  Future<bool> sawCancellation = p.submit([&q, &remote, &reached, &cancelled](CancellationToken token) -> Task<bool> {
+  Future<bool> sawCancellation = p.submit([&q, &remote, &reached, &childRuns,
+                                           &cancelled](CancellationToken token) -> Task<bool> {
     // Runs on the thread that cancels the token.
     CancellationRegistration registration(token, [&cancelled] { cancelled.arrive(); });
-    Future<int> later = q.submit([&remote] {
+    // Submitted from the coroutine: its child, cancelled with it.
+    Future<int> later = q.submit([&remote, &childRuns] {
+      childRuns.arrive();
       remote.wait();
       return 5;
     });
     reached.arrive();
-    const int five = co_await later;
-    co_return token.isCancellationRequested() && five == 5;
+    try {
+      (void)co_await later;
+    } catch (const OperationCancelled&) {
+      co_return token.isCancellationRequested() && later.isCancelled();
+    }
+    co_return false;
   });
   requireSuspended(p, reached);
+  REQUIRE(childRuns.waitFor(1));   // running, not queued (a queued child would settle at once)
   CHECK(p.shutdownNow().empty());  // nothing was queued: the coroutine is in flight, not returned
   // Cancelled while it is still suspended: `remote` has not opened.
   REQUIRE(cancelled.waitFor(1));
-  CHECK_FALSE(p.awaitTermination(0ns));  // the suspended coroutine keeps the pool from terminating
+  // Structured: the child runs on (it ignores its token) and the coroutine
+  // waits for it; the pool does not terminate meanwhile.
+  CHECK_FALSE(p.awaitTermination(0ns));
+  CHECK_FALSE(sawCancellation.isDone());
   remote.open();
-  CHECK(sawCancellation.get());  // it finished normally: its Future has its value
+  CHECK(sawCancellation.get());  // its co_await threw OperationCancelled once the child had settled
   REQUIRE(p.awaitTermination(kLong));
   const PoolStats stats = p.stats();
-  CHECK(stats.completedTaskCount == 2);  // the coroutine and requireSuspended's probe
+  CHECK(stats.completedTaskCount == 2);  // the coroutine (it returned a value) and requireSuspended's probe
   checkLedgerAddsUp(stats);
+  REQUIRE(q.awaitTermination(0ns) == false);
+  q.shutdown();
+  REQUIRE(q.awaitTermination(kLong));
+  CHECK(q.stats().completedTaskCount == 1);  // the child returned normally; its Future reports the cancellation
 }
 
 TEST_CASE("callerRuns runs a rejected coroutine task in the caller until it first suspends", "[coroutine][rejection]") {

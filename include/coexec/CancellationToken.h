@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <utility>
 
@@ -7,11 +8,17 @@
 
 namespace coexec {
 
+class CancellationToken;
+class CancellationRegistration;
+
 namespace detail {
 class CancellationState;
+/// Registrations on `token`'s source that have neither run nor been
+/// deregistered (0 for a token that can never be cancelled). For tests and
+/// diagnostics: a task linked to a long-lived token must leave none behind
+/// once it has settled. O(registrations); takes the source's lock.
+COEXEC_EXPORT std::size_t registrationCount(const CancellationToken& token) noexcept;
 }  // namespace detail
-
-class CancellationRegistration;
 
 /// A read-only view of a cancellation request. A default-constructed token can
 /// never be cancelled. Tokens are cheap to copy (one atomic increment).
@@ -43,6 +50,7 @@ class COEXEC_EXPORT CancellationToken {
  private:
   friend class CancellationSource;
   friend class CancellationRegistration;
+  friend std::size_t detail::registrationCount(const CancellationToken& token) noexcept;
   explicit CancellationToken(detail::CancellationState* state) noexcept;  // adopts a reference
   detail::CancellationState* state_ = nullptr;
 };

@@ -45,7 +45,9 @@ class COEXEC_EXPORT OperationCancelled : public Error {
   using Error::Error;
 };
 
-/// A timed wait (`Future::get(timeout)`, a `timeout` overload) ran out.
+/// A timed wait (`Future::get(timeout)`, a `timeout` overload) ran out, or
+/// `withTimeout` cancelled its work at the deadline (thrown once the work has
+/// settled).
 class COEXEC_EXPORT TimeoutError : public Error {
  public:
   using Error::Error;

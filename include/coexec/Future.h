@@ -2,9 +2,12 @@
 
 #include <chrono>
 #include <coroutine>
+#include <cstdint>
 #include <stdexcept>
+#include <utility>
 
 #include "coexec/Errors.h"
+#include "coexec/Task.h"
 #include "coexec/detail/Diagnostics.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/Scheduler.h"
@@ -25,6 +28,7 @@ namespace coexec {
 namespace detail {
 template <class R>
 class FutureAwaiter;
+struct FutureAccess;
 /// Throws std::logic_error if the calling thread belongs to the pool that owns
 /// `core` and the task has not finished: a blocking wait there can deadlock.
 COEXEC_EXPORT void checkBlockingWaitAllowed(const TaskCore& core, const char* operation);
@@ -128,7 +132,11 @@ class [[nodiscard]] Future {
   /// Future settles at once with OperationCancelled; a running task has its
   /// token cancelled and the Future settles with OperationCancelled when the
   /// callable returns (its value is discarded). A coroutine task sleeping in
-  /// sleepFor() (or in a Task it awaits) wakes at once with OperationCancelled.
+  /// sleepFor() (or in a Task it awaits) wakes at once with OperationCancelled;
+  /// one awaiting a Future has that Future's task cancelled too, and goes on
+  /// once it has settled. The work the task submitted while it ran (its
+  /// children, on any pool) is cancelled the same way, on this thread, depth
+  /// first; the task that submitted this one is not (docs/cancellation.md).
   /// Returns false if the task had already settled.
   /// \throws std::logic_error if empty.
   bool cancel() { return core().requestCancel(); }
@@ -143,6 +151,7 @@ class [[nodiscard]] Future {
 
  private:
   friend class ThreadPoolExecutor;
+  friend struct detail::FutureAccess;
   explicit Future(detail::Ref<detail::ResultCore<R>> core) noexcept : core_(std::move(core)) {}
 
   detail::ResultCore<R>& core() const {
@@ -164,32 +173,59 @@ class FutureAwaiter {
     if (!core_) throw std::logic_error("coexec::Future: awaiting an empty Future (default-constructed or moved from)");
   }
   bool await_ready() const { return core_->isDone(); }
-  bool await_suspend(std::coroutine_handle<> awaiting) {
+  /// Structured cancellation: if the awaiting coroutine's token is cancelled
+  /// while it waits, the awaited task is cancelled, and the coroutine goes
+  /// on once that task has settled (its co_await then throws what the task
+  /// settled with: OperationCancelled, unless it had finished first).
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> awaiting) {
+    TaskContext* const context = taskContextOf(awaiting);
+    // A child of the awaiting task needs no link: cancelling the task
+    // cancels it (fork/join awaits its own children: the common case costs
+    // one load).
+    if (context != nullptr && !core_->isChildOf(context->task())) {
+      linkAwaitToCancellation(*context, *core_);  // may throw: not suspended
+    }
     Scheduler* scheduler = currentScheduler();
     const bool retained = scheduler != nullptr && scheduler->retain();
-    scheduler_ = scheduler;
-    retained_ = retained;
+    scheduler_ = reinterpret_cast<std::uintptr_t>(scheduler) | (retained ? kRetained : 0);
+    context_ = reinterpret_cast<std::uintptr_t>(context) | kSuspended;
     awaiting_ = awaiting;
     // After this returns true, another thread may resume the coroutine (and
     // destroy this awaiter): touch nothing of `this` afterwards.
     if (core_->setContinuation(&FutureAwaiter::resume, this)) return true;
+    context_ &= ~kSuspended;
     if (retained) scheduler->release();  // already done: resume at once, here
     return false;
   }
-  R await_resume() { return core_->takeResult(); }
+  R await_resume() {
+    auto* const context = reinterpret_cast<TaskContext*>(context_ & ~kSuspended);
+    // The coroutine goes on: its task's code again (none, for a coroutine
+    // that runs for no task).
+    if ((context_ & kSuspended) != 0) setCurrentTask(taskOf(context));
+    if (context != nullptr && context->awaitLink() != nullptr) releaseAwaitLink(*context);
+    return core_->takeResult();
+  }
 
  private:
+  // Flags in the low bits of the pointers (both types are aligned to 8), so
+  // that the awaiter, which every frame that awaits a Future holds, stays
+  // four words.
+  static constexpr std::uintptr_t kRetained = 1;   // in scheduler_: retain() succeeded
+  static constexpr std::uintptr_t kSuspended = 1;  // in context_: await_suspend returned true
+
   static void resume(void* self) noexcept {
     auto* awaiter = static_cast<FutureAwaiter*>(self);
-    Scheduler* const scheduler = awaiter->scheduler_;  // the awaiter may be gone once resumed
-    const bool retained = awaiter->retained_;
+    // The awaiter may be gone once resumed.
+    auto* const scheduler = reinterpret_cast<Scheduler*>(awaiter->scheduler_ & ~kRetained);
+    const bool retained = (awaiter->scheduler_ & kRetained) != 0;
     resumeFor(scheduler, awaiter->awaiting_);
     if (retained) scheduler->release();
   }
 
   ResultCore<R>* core_;
-  Scheduler* scheduler_ = nullptr;
-  bool retained_ = false;
+  std::uintptr_t scheduler_ = 0;  // Scheduler* | kRetained
+  std::uintptr_t context_ = 0;    // TaskContext* | kSuspended
   std::coroutine_handle<> awaiting_;
 };
 

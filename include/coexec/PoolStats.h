@@ -59,7 +59,9 @@ struct PoolStats {
   std::size_t poolSize = 0;              ///< live worker threads
   std::size_t activeCount = 0;           ///< threads running a task now
   std::size_t largestPoolSize = 0;       ///< historical peak of poolSize
-  std::uint64_t taskCount = 0;           ///< tasks admitted (started on a new thread or queued)
+  std::uint64_t taskCount = 0;           ///< tasks admitted (started on a new thread or queued), and tasks
+                                         ///< settled as cancelled at submission (a token, or the submitting
+                                         ///< task, cancelled already), which are not admitted
   std::uint64_t completedTaskCount = 0;  ///< admitted tasks that returned normally
   std::size_t queueSize = 0;             ///< tasks waiting in the work queue (outside submissions)
   std::size_t localQueueSize = 0;        ///< tasks submitted from the pool's own threads, waiting in their
@@ -69,7 +71,8 @@ struct PoolStats {
   std::uint64_t failedCount = 0;         ///< admitted tasks that threw (or whose beforeExecute threw)
   std::uint64_t cancelledCount = 0;      ///< admitted tasks cancelled while queued, or that ended by throwing
                                          ///< OperationCancelled (a task cancelled while running that returns
-                                         ///< normally counts as completed; its Future reports the cancellation)
+                                         ///< normally counts as completed; its Future reports the cancellation),
+                                         ///< and tasks cancelled at submission (see taskCount)
   std::uint64_t discardedCount = 0;      ///< admitted tasks evicted from the queue by discardOldest
   std::uint64_t drainedCount = 0;        ///< tasks returned unrun by shutdownNow()
   std::size_t scheduledCount = 0;        ///< timers pending: one-shot scheduled tasks not yet due (not in

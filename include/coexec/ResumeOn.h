@@ -1,8 +1,10 @@
 #pragma once
 
 #include <coroutine>
+#include <cstdint>
 
 #include "coexec/Export.h"
+#include "coexec/Task.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
 
@@ -42,12 +44,23 @@ class COEXEC_EXPORT ResumeOnAwaiter {
  public:
   explicit ResumeOnAwaiter(ThreadPoolExecutor& pool) noexcept : pool_(&pool) {}
   bool await_ready() const noexcept { return false; }
-  bool await_suspend(std::coroutine_handle<> awaiting);
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> awaiting) {
+    task_ = reinterpret_cast<std::uintptr_t>(taskOf(taskContextOf(awaiting)));
+    return suspend(awaiting);
+  }
+  /// Makes the coroutine's task the thread's current task again (if it
+  /// suspended); rethrows a refused hop's error.
   void await_resume();
 
  private:
+  bool suspend(std::coroutine_handle<> awaiting);
+
+  static constexpr std::uintptr_t kSuspended = 1;  // in task_: suspend() returned true
+
   ThreadPoolExecutor* pool_;
-  Ref<TaskCore> hop_;  // the admitted hop; null for a yield
+  Ref<TaskCore> hop_;         // the admitted hop; null for a yield
+  std::uintptr_t task_ = 0;   // the coroutine's task (see currentTask()) | kSuspended
 };
 
 }  // namespace detail

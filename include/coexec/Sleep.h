@@ -92,7 +92,9 @@ class COEXEC_EXPORT SleepAwaiter {
   bool await_suspend(std::coroutine_handle<Promise> awaiting) {
     return suspend(awaiting, taskContextOf(awaiting));
   }
-  /// \throws OperationCancelled if the sleep ended by cancellation.
+  /// Makes the coroutine's task the thread's current task again (if it
+  /// suspended). \throws OperationCancelled if the sleep ended by
+  /// cancellation.
   void await_resume() const;
 
  private:
@@ -116,7 +118,9 @@ class COEXEC_EXPORT SleepAwaiter {
   std::uint32_t timerSlot_ = 0;  // the timer's TimerId
   std::uint32_t timerGeneration_ = 0;
   Scheduler* scheduler_ = nullptr;  // where to resume
+  TaskCore* task_ = nullptr;        // the coroutine's task (see currentTask())
   bool retained_ = false;           // scheduler_->retain() succeeded
+  bool suspended_ = false;          // await_suspend returned true
   std::coroutine_handle<> awaiting_;
   // Last, so destroyed first: its destructor waits for a cancel() running on
   // another thread, which may still read the fields above (see Sleep.cpp).

@@ -149,9 +149,34 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// RejectedExecution under abort() and block() (after its timeout, or after
   /// shutdown), and after shutdown under callerRuns(); what a caller-run `f` or
   /// a user policy throws.
+  ///
+  /// Called from inside a running task of any pool (a callable's body, or a
+  /// coroutine task's chain), the new task is that task's child: cancelling
+  /// the running task (its Future's cancel(), a token it is linked to,
+  /// shutdownNow() of its pool if it has a token) cancels this one as
+  /// Future::cancel() does, until either settles; if the running task is
+  /// cancelled already, `f` never runs and the task counts as cancelled
+  /// (docs/cancellation.md). Linking allocates nothing.
   template <class F>
   void execute(F&& f, int priority = 0) {
     admit(makeTask<false>(std::forward<F>(f), priority, "execute"));
+  }
+
+  /// execute(), with the task's cancellation also linked to `token`:
+  /// cancelling `token` cancels the task as Future::cancel() does (queued: it
+  /// never runs; running: its own token is cancelled), until the task
+  /// settles, when the link is released (a long-lived token keeps no
+  /// registration of a settled task). If `token` is already cancelled, `f`
+  /// never runs, nothing is admitted (no rejection policy, also after
+  /// shutdown) and the task counts in taskCount and cancelledCount. A token
+  /// that can never be cancelled (default-constructed) costs nothing. Never
+  /// blocks, except as execute() does; a token cancelled while the task is
+  /// queued or running cancels it on the cancelling thread.
+  /// \throws what execute() throws; std::bad_alloc if the link cannot be
+  /// made.
+  template <class F>
+  void execute(F&& f, const CancellationToken& token, int priority = 0) {
+    admit(makeTask<false>(std::forward<F>(f), priority, "execute"), &token);
   }
 
   /// Runs `f()` (or `f(token)`: a callable taking a CancellationToken sees
@@ -175,12 +200,40 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// resume a finished coroutine. \throws RejectedExecution under abort() and
   /// block() (after its timeout, or after shutdown); the other policies settle
   /// the Future instead (see RejectionPolicy); what a user policy throws.
+  ///
+  /// Called from inside a running task of any pool, the new task is that
+  /// task's child, as for execute(): cancelling the running task cancels
+  /// this one (its Future then reports OperationCancelled); cancelling this
+  /// one never cancels the running task.
   template <class F>
   [[nodiscard]] auto submit(F&& f, int priority = 0) {
     using R = detail::SubmitResult<std::decay_t<F>>;
     PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
     Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
     admit(std::move(task));
+    return future;
+  }
+
+  /// submit(), with the task's cancellation also linked to `token`:
+  /// cancelling `token` cancels the task as its Future's cancel() does
+  /// (queued: it never runs and the Future settles with OperationCancelled
+  /// at once; running or suspended: its own token is cancelled, and the
+  /// Future reports OperationCancelled when it ends), until the task
+  /// settles, when the link is released. If `token` is already cancelled,
+  /// `f` never runs, the Future reports OperationCancelled, nothing is
+  /// admitted (no rejection policy, also after shutdown) and the task counts
+  /// in taskCount and cancelledCount, not in rejectedCount. A token that can
+  /// never be cancelled costs nothing. Never blocks, except as submit()
+  /// does; the token's callback that cancels the task runs on the thread
+  /// that cancels the token.
+  /// \throws what submit() throws; std::bad_alloc if the link cannot be
+  /// made.
+  template <class F>
+  [[nodiscard]] auto submit(F&& f, const CancellationToken& token, int priority = 0) {
+    using R = detail::SubmitResult<std::decay_t<F>>;
+    PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
+    Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
+    admit(std::move(task), &token);
     return future;
   }
 
@@ -281,13 +334,15 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   [[nodiscard]] Clock& clock() const noexcept;
 
   /// Like execute(), but never calls the rejection policy: returns false
-  /// (and counts nothing) if the task would be rejected. Never blocks.
+  /// (and counts nothing) if the task would be rejected. From inside a
+  /// running task the new one is its child, as for execute() (true, and
+  /// counted as cancelled, if that task is cancelled already). Never blocks.
   /// \throws std::invalid_argument for an empty callable or an empty Task;
   /// std::logic_error for a Task that was already started.
   template <class F>
   [[nodiscard]] bool tryExecute(F&& f, int priority = 0) {
     PendingTask task = makeTask<false>(std::forward<F>(f), priority, "tryExecute");
-    return tryAdmit(task);
+    return !linkToCaller(task, nullptr) || tryAdmit(task);
   }
 
   /// `co_await pool.invokeAll(tasks)`: runs every task of `tasks` on this
@@ -376,7 +431,10 @@ class COEXEC_EXPORT ThreadPoolExecutor {
 
   /// Stops: no new tasks; returns the queued tasks that never started, in
   /// queue order; requests cancellation of the running ones (through their
-  /// CancellationToken; a task that ignores it runs to the end). Never blocks
+  /// CancellationToken; a task that ignores it runs to the end), and with it
+  /// of the work each of those submitted (its children, on any pool, are
+  /// cancelled as by Future::cancel(); a returned task that was such a child
+  /// comes back cancelled: isCancelled()). Never blocks
   /// for the tasks. The returned tasks are the caller's: run them, or drop
   /// them (their Futures then report BrokenPromise). A task that a pool
   /// thread forks onto its local queue at the very moment of the call is
@@ -499,7 +557,17 @@ class COEXEC_EXPORT ThreadPoolExecutor {
                                   Clock::time_point now, Clock::duration interval, bool fixedRate,
                                   PeriodicOptions options);
 
-  void admit(PendingTask task);
+  /// New work: links `task` to the calling thread's current task and to
+  /// `token` (linkToCaller), then admits it, or hands it to the policy.
+  void admit(PendingTask task, const CancellationToken* token = nullptr);
+  /// admit() without the links (a resumeOn hop: the coroutine going on, not
+  /// a child of it).
+  void admitUnlinked(PendingTask task);
+  /// Links a new task to the current task (if any, and cancellable) and to
+  /// `token` (if not null). False if either is cancelled already: the task
+  /// has then settled as cancelled and is counted (taskCount,
+  /// cancelledCount) without admission. \throws std::bad_alloc.
+  bool linkToCaller(PendingTask& task, const CancellationToken* token);
   /// Admission without the policy: takes `task` and returns true, or leaves it
   /// (counting a rejection if asked: admit() is this plus the policy).
   bool tryAdmit(PendingTask& task, bool countRejection = false);

@@ -5,6 +5,7 @@
 #include "coexec/AsCompleted.h"
 #include "coexec/CancellationToken.h"
 #include "coexec/Clock.h"
+#include "coexec/CurrentToken.h"
 #include "coexec/Errors.h"
 #include "coexec/Future.h"
 #include "coexec/PendingTask.h"
@@ -21,4 +22,5 @@
 #include "coexec/ThreadPoolOptions.h"
 #include "coexec/WhenAll.h"
 #include "coexec/WhenAny.h"
+#include "coexec/WithTimeout.h"
 #include "coexec/WorkQueue.h"

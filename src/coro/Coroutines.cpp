@@ -87,6 +87,8 @@ class HopTask final : public TaskCore {
 
 }  // namespace
 
+constinit thread_local TaskCore* tlsCurrentTask = nullptr;
+
 Trampoline*& currentTrampoline() noexcept {
   thread_local Trampoline* current = nullptr;
   return current;
@@ -96,9 +98,11 @@ void resume(std::coroutine_handle<> handle) noexcept {
   Trampoline trampoline{handle};
   Trampoline*& current = currentTrampoline();
   Trampoline* const outer = std::exchange(current, &trampoline);
+  TaskCore* const task = tlsCurrentTask;  // the resumed coroutines set their own; ours comes back after
   while (trampoline.next)
     std::exchange(trampoline.next, {}).resume();
   current = outer;
+  tlsCurrentTask = task;
 }
 
 void throwUnstartableTask(std::string_view scope, std::string_view operation, bool empty) {
@@ -219,25 +223,38 @@ void RunLoop::run() {
 
 // ---- resumeOn -----------------------------------------------------------------
 
-bool ResumeOnAwaiter::await_suspend(std::coroutine_handle<> awaiting) {
+bool ResumeOnAwaiter::suspend(std::coroutine_handle<> awaiting) {
   PoolImpl& pool = *pool_->impl_;
   if (currentPool() == &pool) {
+    task_ |= kSuspended;
     pool.postYield(awaiting);  // a yield: behind the work already waiting, never rejected
     return true;
   }
   auto* hop = new HopTask(awaiting);
   Ref<TaskCore> local = Ref<TaskCore>::adopt(hop);
   hop_ = local;
+  task_ |= kSuspended;
   // From here on the coroutine may be resumed by another thread (and this
-  // awaiter destroyed): only `local` and `hop` may be touched.
-  pool_->admit(PendingTask(local));  // may throw (abort): the coroutine then resumes with it
+  // awaiter destroyed): only `local` and `hop` may be touched, until we know
+  // it was not. The hop is not the coroutine's child: it is the coroutine
+  // itself going on, so it is admitted without a link to the current task.
+  try {
+    pool_->admitUnlinked(PendingTask(local));  // may throw (abort): the coroutine then resumes with it
+  } catch (...) {
+    task_ &= ~kSuspended;  // not suspended: the exception comes out of the co_await here
+    throw;
+  }
   int expected = HopTask::kSuspending;
   // False (go on at once, on this thread) if the hop failed before we could
   // suspend, or ran here, inside admit (kRanInline: see HopTask).
-  return hop->phase.compare_exchange_strong(expected, HopTask::kSuspended, std::memory_order_acq_rel);
+  if (hop->phase.compare_exchange_strong(expected, HopTask::kSuspended, std::memory_order_acq_rel)) return true;
+  task_ &= ~kSuspended;
+  return false;
 }
 
 void ResumeOnAwaiter::await_resume() {
+  // The coroutine goes on: its task's code again.
+  if ((task_ & kSuspended) != 0) setCurrentTask(reinterpret_cast<TaskCore*>(task_ & ~kSuspended));
   if (!hop_) return;
   auto* hop = static_cast<HopTask*>(hop_.get());
   if (hop->error) std::rethrow_exception(hop->error);

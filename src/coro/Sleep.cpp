@@ -92,6 +92,8 @@ bool SleepAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
   }
   timerSlot_ = timer.slot;
   timerGeneration_ = timer.generation;
+  task_ = taskOf(context);
+  suspended_ = true;  // undone below on the paths that do not suspend
 
   // acq_rel: publishes the fields above to F and C (which read them after
   // seeing kSuspended), and lets us see what an earlier F or C saw.
@@ -100,12 +102,14 @@ bool SleepAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
   if ((before & kFired) != 0) {  // due while we armed: go on (with the cancellation if it came too)
     if (retained) scheduler->release();
     cancelled_ = (before & kCancelled) != 0;
+    suspended_ = false;
     return false;
   }
   // Cancelled while we armed, timer pending or firing.
   if (!service->cancel(timer)) return true;  // firing: F sees kSuspended and kCancelled, and resumes
   if (retained) scheduler->release();
   cancelled_ = true;
+  suspended_ = false;
   return false;
 }
 
@@ -140,6 +144,7 @@ void SleepAwaiter::cancel() noexcept {
 }
 
 void SleepAwaiter::await_resume() const {
+  if (suspended_) setCurrentTask(task_);  // the coroutine goes on: its task's code again
   if (cancelled_) throw OperationCancelled();
 }
 

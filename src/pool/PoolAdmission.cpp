@@ -27,6 +27,20 @@
 
 namespace coexec {
 namespace detail {
+namespace {
+
+/// Why the pool has just refused a task, for the rejection policy it calls
+/// next on the same thread (ThreadPoolExecutor::rejection()). Kept per
+/// thread rather than in every task: only a refused task has one.
+struct RejectNote {
+  const TaskCore* task = nullptr;
+  const char* reason = nullptr;  // a string literal
+};
+thread_local RejectNote tlsRejectNote;
+
+void noteRejectReason(const TaskCore* task, const char* reason) noexcept { tlsRejectNote = {task, reason}; }
+
+}  // namespace
 
 bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   task.core_->owner = this;
@@ -206,8 +220,33 @@ std::size_t PoolImpl::startWorkers(std::size_t count, bool onlyForQueuedWork) {
 
 }  // namespace detail
 
-void ThreadPoolExecutor::admit(PendingTask task) {
+void ThreadPoolExecutor::admit(PendingTask task, const CancellationToken* token) {
+  if (!linkToCaller(task, token)) return;  // settled as cancelled: nothing to admit
+  admitUnlinked(std::move(task));
+}
+
+void ThreadPoolExecutor::admitUnlinked(PendingTask task) {
   if (!tryAdmit(task, /*countRejection=*/true)) impl_->policy_(task, *this);
+}
+
+bool ThreadPoolExecutor::linkToCaller(PendingTask& task, const CancellationToken* token) {
+  detail::TaskCore& core = *task.core_;
+  bool cancelled = false;
+  // The running task (of any pool) whose body submits this one: its child.
+  // A parent nothing can cancel gets no list (fire-and-forget callables).
+  if (detail::TaskCore* parent = detail::currentTask(); parent != nullptr && parent->cancellable()) {
+    cancelled = !parent->adoptChild(core);
+  }
+  if (!cancelled && token != nullptr) cancelled = !core.linkToken(*token);  // may throw: the task is then dropped
+  if (!cancelled) return true;
+  // Cancelled before admission: settled at once (if the token's callback has
+  // not done it already), never run, counted as a task that was cancelled so
+  // that the ledger adds up (PoolStats), and not as a rejection.
+  core.owner = impl_.get();
+  core.requestCancel();
+  impl_->countCancelledAtSubmission();
+  task = PendingTask();  // settled: dropping it does nothing more
+  return false;
 }
 
 bool ThreadPoolExecutor::tryAdmit(PendingTask& task, bool countRejection) {
@@ -221,7 +260,7 @@ bool ThreadPoolExecutor::tryAdmit(PendingTask& task, bool countRejection) {
     admitted = p.tryAdmitLocked(task, errors);
     if (!admitted) {
       if (countRejection) ++p.rejected_;  // in the same snapshot as the refusal
-      task.core_->rejectReason = p.saturationReasonLocked(!errors.empty());
+      detail::noteRejectReason(task.core_.get(), p.saturationReasonLocked(!errors.empty()));
     }
   }
   p.reportFactoryErrors(errors);
@@ -231,8 +270,10 @@ bool ThreadPoolExecutor::tryAdmit(PendingTask& task, bool countRejection) {
 RejectedExecution ThreadPoolExecutor::rejection(const PendingTask& task) const {
   // The reason the admission recorded, if it was this pool's; else the
   // pool's state now (a policy called directly, or on another pool's task).
-  const bool ours = task.valid() && task.core_->owner == impl_.get() && task.core_->rejectReason != nullptr;
-  const char* reason = ours           ? task.core_->rejectReason
+  const detail::RejectNote note = detail::tlsRejectNote;
+  const bool ours = task.valid() && task.core_->owner == impl_.get() && note.task == task.core_.get() &&
+                    note.reason != nullptr;
+  const char* reason = ours           ? note.reason
                        : isShutdown() ? "the pool is shut down and accepts no new tasks"
                                       : "the rejection policy refused the task";
   return RejectedExecution(reason, stats());
@@ -272,12 +313,12 @@ bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds
         break;
       }
       if (p.state_ != PoolState::running) {
-        task.core_->rejectReason = p.saturationReasonLocked(false);
+        detail::noteRejectReason(task.core_.get(), p.saturationReasonLocked(false));
         break;
       }
       if (p.roomAvailable_.wait_until(lock, deadline) == std::cv_status::timeout) {
         admitted = p.tryAdmitLocked(task, errors);
-        if (!admitted) task.core_->rejectReason = "the work queue stayed full for the whole block() timeout";
+        if (!admitted) detail::noteRejectReason(task.core_.get(), "the work queue stayed full for the whole block() timeout");
         break;
       }
     }

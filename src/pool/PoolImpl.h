@@ -225,6 +225,13 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // CoroutineObserver: a coroutine task of this pool created its token on
   // demand; tracked in inFlightTasks_ from now on.
   void coroutineTokenCreated(TaskCore& task) override;
+  /// A task settled as cancelled when it was submitted (its token, or the
+  /// task submitting it, was cancelled already): counted in taskCount and
+  /// cancelledCount, never admitted.
+  void countCancelledAtSubmission() noexcept {
+    countersHere().tasks.fetch_add(1, std::memory_order_relaxed);
+    count(Outcome::cancelled);  // release: after the task count (see statsLocked)
+  }
   /// Reports each failure of the thread factory to the uncaught handler
   /// (inline: admission calls it on every submission, nearly always empty).
   void reportFactoryErrors(const FactoryErrors& errors) {
@@ -336,7 +343,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // - not running: it takes mutex_ before it decrements, and decides under
   //   the lock whether the pool can now terminate; the pool cannot terminate
   //   (and so cannot be freed) while its count is still in the total.
-  static constexpr std::size_t kInFlightShards = 8;
+  static constexpr std::size_t kInFlightShards = 8;  // fits TaskCore::inFlightShard (a byte)
   struct alignas(64) InFlightShard {
     std::atomic<std::size_t> count{0};
     std::atomic<std::size_t> finishing{0};

@@ -126,7 +126,7 @@ void PoolImpl::execute(Worker& worker, Work work) {
       }
     }
     if (started) {
-      const auto shard = static_cast<std::uint32_t>(worker.number % kInFlightShards);
+      const auto shard = static_cast<std::uint8_t>(worker.number % kInFlightShards);
       task->inFlightShard = shard;
       inFlight_[shard].count.fetch_add(1, std::memory_order_seq_cst);
       if (tracked) {  // shutdownNow() cancels the tokens of coroutines in flight

@@ -58,6 +58,14 @@ class CancellationState {
     return true;
   }
 
+  std::size_t registrations() {
+    std::lock_guard lock(mutex_);
+    std::size_t n = 0;
+    for (const CancellationRegistration* reg = head_; reg != nullptr; reg = reg->next_)
+      ++n;
+    return n;
+  }
+
   void remove(CancellationRegistration* reg) {
     std::unique_lock lock(mutex_);
     if (reg == head_ || reg->prev_ != nullptr) {
@@ -97,6 +105,10 @@ class CancellationState {
   CancellationRegistration* running_ = nullptr;  // guarded by mutex_
   std::thread::id cancellingThread_;             // guarded by mutex_
 };
+
+std::size_t registrationCount(const CancellationToken& token) noexcept {
+  return token.state_ != nullptr ? token.state_->registrations() : 0;
+}
 
 }  // namespace detail
 

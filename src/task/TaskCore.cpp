@@ -1,5 +1,25 @@
+// Task state: the stage word, results, blocking waits, and the cancellation
+// links (see TaskCore.h for the stages and docs/cancellation.md for the
+// rules).
+//
+// Links:
+// - children_ has one writer while open, the task's own thread: it adds
+//   children with a CAS (meeting a concurrent close) and prunes settled ones
+//   under kChildrenLocked (no user code runs meanwhile; a closer waits it
+//   out). Closing (a cancel, or settlement) swaps in a closed value and takes
+//   the list; nothing is added afterwards.
+// - A child's nextSibling_ belongs to whoever holds the list it is in;
+//   parent_ is cleared when it leaves the list (pruned, or taken by a close),
+//   so isChildOf() never names a parent that would no longer cancel it.
+// - A token link (TokenLink) is released by the settling thread after the
+//   task is published as done; its callback holds a reference to the task
+//   while it cancels it, and does not wait for a task being settled
+//   (cancelFromLink), since the settler may be waiting for that callback.
+
 #include "coexec/detail/TaskCore.h"
 
+#include <algorithm>
+#include <cassert>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -7,8 +27,27 @@
 #include <thread>
 
 #include "coexec/Errors.h"
+#include "coexec/detail/Scheduler.h"
 
 namespace coexec::detail {
+
+/// A task's registration on an outside token (TaskCore::linkToken). From the
+/// frame allocator: linking allocates nothing global in steady state (the
+/// callback, one pointer, fits in std::function's own storage).
+class TokenLink final : public Recycled {
+ public:
+  TokenLink(const CancellationToken& token, TaskCore& task)
+      : registration_(token, [target = &task] {
+          // Alive: the settler releases this link (and waits for a callback
+          // running on another thread) before it drops its own reference.
+          target->addRef();
+          const Ref<TaskCore> keep = Ref<TaskCore>::adopt(target);
+          keep->cancelFromLink();  // may destroy this link (and so this lambda): `keep` is on the stack
+        }) {}
+
+ private:
+  CancellationRegistration registration_;
+};
 
 namespace {
 
@@ -48,12 +87,23 @@ bool isOperationCancelled(const std::exception_ptr& error) noexcept {
   }
 }
 
+static_assert(alignof(TaskCore) >= 8, "the children list keeps flags in the low bits of a TaskCore*");
+
 TaskCore::TaskCore(bool hasFuture, bool wantsToken, int priority)
     : hasFuture_(hasFuture), tokenStage_(wantsToken ? kTokenReady : kNoToken), priority_(priority) {
-  if (wantsToken) source_.emplace();
+  if (wantsToken) new (&sourceStorage_) CancellationSource();
 }
 
-CancellationToken TaskCore::token() const noexcept { return hasToken() ? source_->token() : CancellationToken(); }
+TaskCore::~TaskCore() {
+  // A task that settled has released its links; one destroyed unsettled
+  // (never admitted) may still hold its token link, whose callback cannot
+  // be running: the callback holds a reference.
+  delete tokenLink_.load(std::memory_order_relaxed);
+  assert((children_.load(std::memory_order_relaxed) & ~kClosedSettled) == 0 && "a task with children must settle");
+  if (tokenStage_.load(std::memory_order_relaxed) == kTokenReady) source().~CancellationSource();
+}
+
+CancellationToken TaskCore::token() const noexcept { return hasToken() ? source().token() : CancellationToken(); }
 
 bool TaskCore::createToken() {
   std::uint8_t stage = tokenStage_.load(std::memory_order_acquire);
@@ -67,7 +117,7 @@ bool TaskCore::createToken() {
     if (tokenStage_.compare_exchange_weak(stage, kTokenCreating, std::memory_order_acquire)) break;
   }
   try {
-    source_.emplace();
+    new (&sourceStorage_) CancellationSource();
   } catch (...) {
     tokenStage_.store(kNoToken, std::memory_order_release);
     throw;
@@ -79,13 +129,13 @@ bool TaskCore::createToken() {
   // sees the token and cancels it, or we see kCancelled and cancel it (or
   // both: the second request does nothing).
   tokenStage_.store(kTokenReady, std::memory_order_seq_cst);
-  if ((state_.load(std::memory_order_seq_cst) & kCancelled) != 0) source_->requestCancellation();
+  if ((state_.load(std::memory_order_seq_cst) & kCancelled) != 0) source().requestCancellation();
   return true;
 }
 
 bool TaskCore::tryStart() noexcept {
-  if (!hasFuture_) {
-    // No Future: nothing can cancel or wait for this task, and its owner
+  if (!hasFuture_ && !linked_) {
+    // No Future, no link: nothing can cancel or wait for this task, and its owner
     // (whoever holds the PendingTask, or the worker that dequeued it) is the
     // only thread that touches its stage.
     if (state_.load(std::memory_order_relaxed) != kQueued) return false;
@@ -103,11 +153,15 @@ bool TaskCore::tryStart() noexcept {
 
 RunResult TaskCore::run() noexcept {
   std::exception_ptr error;
+  // The current task while the body runs, and only then: work it submits is
+  // linked to it; the hooks and the settlement that follow are not its body.
+  TaskCore* const previous = exchangeCurrentTask(this);
   try {
     invoke();
   } catch (...) {
     error = std::current_exception();
   }
+  setCurrentTask(previous);
   return finish(std::move(error));
 }
 
@@ -117,9 +171,12 @@ RunResult TaskCore::finish(std::exception_ptr error) noexcept {
   if (result.error) {
     result.outcome = isOperationCancelled(result.error) ? Outcome::cancelled : Outcome::failed;
   }
-  if (!hasFuture_) {  // nobody to publish to (see tryStart)
+  if (!hasFuture_ && !linked_) {  // nobody to publish to (see tryStart)
     discardValue();
     state_.store(kDone, std::memory_order_relaxed);
+    // A fire-and-forget coroutine's children (a callable that has no Future
+    // and no link never gets any: see cancellable()).
+    if (children_.load(std::memory_order_relaxed) != 0) dropChildren(detachChildren(kClosedSettled));
     return result;
   }
   std::uint32_t s = state_.load(std::memory_order_acquire);
@@ -138,7 +195,19 @@ RunResult TaskCore::finish(std::exception_ptr error) noexcept {
       break;
     }
   }
+  // Children first: whoever sees the task settled sees its children
+  // cancelled if it was (a cancel that came before the CAS above cancels
+  // them itself, or leaves them to us).
+  if (children_.load(std::memory_order_relaxed) != 0) {
+    TaskCore* const children = detachChildren(kClosedSettled);
+    if ((s & kCancelled) != 0) {
+      cancelTree(children);
+    } else {
+      dropChildren(children);
+    }
+  }
   publish(s);
+  releaseLinks(false);
   return result;
 }
 
@@ -146,6 +215,7 @@ void TaskCore::failRunning(std::exception_ptr error) noexcept {
   if (stageOf(state_.load(std::memory_order_acquire)) != kRunning) return;
   error_ = std::move(error);  // the running stage belongs to the thread that started the task
   publish(state_.fetch_or(kDone, std::memory_order_acq_rel));
+  releaseLinks(false);  // its body never ran: no children
 }
 
 bool TaskCore::claimQueued(std::uint32_t extraFlags) noexcept {
@@ -163,14 +233,33 @@ void TaskCore::abandon(std::exception_ptr reason) noexcept {
   if (!claimQueued(0)) return;
   error_ = std::move(reason);
   publish(state_.fetch_or(kDone, std::memory_order_acq_rel));
+  releaseLinks(false);
 }
 
-bool TaskCore::requestCancel() noexcept {
+bool TaskCore::cancel(bool waitWhileSettling) noexcept {
+  const CancelOutcome outcome = cancelOne(waitWhileSettling);
+  // A queued task never ran: no children. A running one's go with it.
+  if (outcome == CancelOutcome::running || outcome == CancelOutcome::runningAgain) {
+    cancelRunning(outcome == CancelOutcome::running);
+  }
+  return outcome != CancelOutcome::done;
+}
+
+void TaskCore::cancelRunning(bool cancelTokenToo) noexcept {
+  // The children first: the token's callbacks may let the task return and
+  // settle at once, and a settled task lets its children go uncancelled.
+  TaskCore* const children = detachChildren(kClosedCancelled);
+  if (cancelTokenToo) cancelToken();
+  cancelTree(children);
+}
+
+TaskCore::CancelOutcome TaskCore::cancelOne(bool waitWhileSettling) noexcept {
   std::uint32_t s = state_.load(std::memory_order_acquire);
   while (true) {
     switch (stageOf(s)) {
-      case kDone: return false;
-      case kSettling:  // being abandoned: done within a few instructions
+      case kDone: return CancelOutcome::done;
+      case kSettling:  // being abandoned or cancelled: done within a few instructions
+        if (!waitWhileSettling) return CancelOutcome::done;
         std::this_thread::yield();
         s = state_.load(std::memory_order_acquire);
         continue;
@@ -179,22 +268,171 @@ bool TaskCore::requestCancel() noexcept {
           error_ = cancelledError();
           publish(state_.fetch_or(kDone, std::memory_order_acq_rel));
           // Outside any lock: token callbacks are user code.
-          requestTokenCancellation();
+          cancelToken();
           if (cancelListener) cancelListener->queuedTaskCancelled();
-          return true;
+          releaseLinks(false);
+          return CancelOutcome::settled;
         }
         s = state_.load(std::memory_order_acquire);
         continue;
-      default:  // running: cancel its token; finish() reports the cancellation
-        // seq_cst, as the load in requestTokenCancellation(): a token the
-        // coroutine creates meanwhile is cancelled by one side or the other
-        // (see createToken()).
+      default:  // running: the caller cancels its token; finish() reports the cancellation
+        // seq_cst, as the load in cancelToken(): a token the coroutine
+        // creates meanwhile is cancelled by one side or the other (see
+        // createToken()).
         if (state_.compare_exchange_weak(s, s | kCancelled, std::memory_order_seq_cst, std::memory_order_acquire)) {
-          if ((s & kCancelled) == 0) requestTokenCancellation();
-          return true;
+          return (s & kCancelled) == 0 ? CancelOutcome::running : CancelOutcome::runningAgain;
         }
     }
   }
+}
+
+void TaskCore::requestTokenCancellation() noexcept { cancelRunning(/*cancelTokenToo=*/true); }
+
+// ---- links ---------------------------------------------------------------------
+
+bool TaskCore::adoptChild(TaskCore& child) noexcept {
+  std::uintptr_t head = children_.load(std::memory_order_acquire);
+  if ((head & kChildrenClosed) != 0) return head != kClosedCancelled;
+  child.addRefUnpublished();  // the list's (the child is not published yet)
+  child.linked_ = true;
+  child.parent_.store(this, std::memory_order_relaxed);
+  while (true) {
+    assert((head & kChildrenLocked) == 0 && "only the task's own thread prunes its children, and not now");
+    child.nextSibling_ = reinterpret_cast<TaskCore*>(head);
+    // release: a closer that takes the list (acquire) sees the child whole.
+    if (children_.compare_exchange_weak(head, reinterpret_cast<std::uintptr_t>(&child), std::memory_order_release,
+                                        std::memory_order_acquire)) {
+      break;
+    }
+    if ((head & kChildrenClosed) != 0) {  // closed meanwhile: not linked after all
+      child.parent_.store(nullptr, std::memory_order_relaxed);
+      child.nextSibling_ = nullptr;
+      child.release();  // not the last: the caller holds one
+      return head != kClosedCancelled;
+    }
+  }
+  if (--childBudget_ == 0) pruneChildren();
+  return true;
+}
+
+void TaskCore::pruneChildren() noexcept {
+  std::uintptr_t head = children_.load(std::memory_order_acquire);
+  do {
+    if ((head & kChildrenClosed) != 0) return;
+  } while (!children_.compare_exchange_weak(head, head | kChildrenLocked, std::memory_order_acquire,
+                                            std::memory_order_acquire));
+  TaskCore* kept = nullptr;
+  TaskCore** tail = &kept;
+  TaskCore* settled = nullptr;
+  std::uint32_t keptCount = 0;
+  for (TaskCore* node = reinterpret_cast<TaskCore*>(head); node != nullptr;) {
+    TaskCore* const next = node->nextSibling_;
+    if (node->isDone()) {
+      node->parent_.store(nullptr, std::memory_order_relaxed);
+      node->nextSibling_ = settled;
+      settled = node;
+    } else {
+      *tail = node;
+      tail = &node->nextSibling_;
+      ++keptCount;
+    }
+    node = next;
+  }
+  *tail = nullptr;
+  // release: unlocks, publishing the new links to a closer.
+  children_.store(reinterpret_cast<std::uintptr_t>(kept), std::memory_order_release);
+  // The next pruning after as many children again as survived (up to
+  // 65535): each child is looked at O(1) times on average, and the list
+  // stays within about twice the children alive (plus kMinChildBudget, or
+  // plus 65535 for a task with more children alive than that).
+  childBudget_ = static_cast<std::uint16_t>(std::clamp<std::uint32_t>(keptCount, kMinChildBudget, 65535));
+  dropChildren(settled);  // after unlocking: the last reference may run a result's destructor
+}
+
+TaskCore* TaskCore::detachChildren(std::uintptr_t closed) noexcept {
+  std::uintptr_t head = children_.load(std::memory_order_acquire);
+  while (true) {
+    if ((head & kChildrenClosed) != 0) return nullptr;
+    if ((head & kChildrenLocked) != 0) {  // the owner is pruning: a moment
+      std::this_thread::yield();
+      head = children_.load(std::memory_order_acquire);
+      continue;
+    }
+    // acq_rel: takes the children the owner published (acquire), and orders
+    // a cancellation before the close for an owner that then finds it
+    // closed (release).
+    if (children_.compare_exchange_weak(head, closed, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      return reinterpret_cast<TaskCore*>(head);
+    }
+  }
+}
+
+void TaskCore::cancelTree(TaskCore* list) noexcept {
+  while (list != nullptr) {
+    TaskCore* const node = list;
+    list = node->nextSibling_;
+    node->nextSibling_ = nullptr;
+    node->parent_.store(nullptr, std::memory_order_relaxed);
+    const CancelOutcome outcome = node->cancelOne(/*waitWhileSettling=*/false);
+    if (outcome == CancelOutcome::running || outcome == CancelOutcome::runningAgain) {
+      // Its children go next, before its siblings: depth first, without
+      // recursion (their links are ours now). Taken before its token's
+      // callbacks run, as in cancelRunning().
+      TaskCore* const grandchildren = node->detachChildren(kClosedCancelled);
+      if (outcome == CancelOutcome::running) node->cancelToken();
+      if (grandchildren != nullptr) {
+        TaskCore* last = grandchildren;
+        while (last->nextSibling_ != nullptr)
+          last = last->nextSibling_;
+        last->nextSibling_ = list;
+        list = grandchildren;
+      }
+    }
+    node->release();  // the list's reference
+  }
+}
+
+void TaskCore::dropChildren(TaskCore* list) noexcept {
+  while (list != nullptr) {
+    TaskCore* const node = list;
+    list = node->nextSibling_;
+    // The last reference (fork/join: the parent has awaited and dropped the
+    // child's Future): nobody can look at its links any more.
+    if (node->releaseIfSole()) continue;
+    node->nextSibling_ = nullptr;
+    node->parent_.store(nullptr, std::memory_order_relaxed);
+    node->release();
+  }
+}
+
+bool TaskCore::linkToken(const CancellationToken& token) {
+  if (!token.canBeCancelled()) return true;
+  if (token.isCancellationRequested()) return false;
+  linked_ = true;  // before the registration: its callback may run at once
+  // Runs the callback here if the token was cancelled meanwhile; from now
+  // on another thread's cancellation may settle this task too, and release
+  // the link (an exchange: whoever takes it deletes it).
+  tokenLink_.store(new TokenLink(token, *this), std::memory_order_release);
+  if (isDone()) {  // settled by the callback already: the settler may have found no link yet
+    releaseLinks(false);
+    return false;
+  }
+  return true;
+}
+
+void TaskCore::releaseLinks(bool cancelled) noexcept {
+  if (children_.load(std::memory_order_relaxed) != 0) {
+    TaskCore* const children = detachChildren(kClosedSettled);
+    if (cancelled) {
+      cancelTree(children);
+    } else {
+      dropChildren(children);
+    }
+  }
+  // Deleting waits if the link's callback runs on another thread now: it
+  // only cancels this task, which has settled (cancelFromLink returns at
+  // once). acq_rel: see linkToken().
+  if (tokenLink_.load(std::memory_order_acquire) != nullptr) delete tokenLink_.exchange(nullptr, std::memory_order_acq_rel);
 }
 
 void TaskCore::publish(std::uint32_t previous) noexcept {

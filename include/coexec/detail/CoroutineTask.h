@@ -52,7 +52,8 @@ class CoroutineTask final : public ResultCore<R>, private TaskContext {
   static constexpr bool kIsCallable = !IsTask<Source>::value;
 
  public:
-  CoroutineTask(Source&& source, bool hasFuture, int priority) : ResultCore<R>(hasFuture, takesToken(), priority) {
+  CoroutineTask(Source&& source, bool hasFuture, int priority)
+      : ResultCore<R>(hasFuture, takesToken(), priority), TaskContext(this) {
     if constexpr (kIsCallable) {
       fn_.emplace(std::move(source));
     } else {
@@ -64,6 +65,13 @@ class CoroutineTask final : public ResultCore<R>, private TaskContext {
 
   void startCoroutine(CoroutineObserver* observer) noexcept override {
     observer_ = observer;
+    // The current task while the coroutine first runs (and the callable
+    // that makes it): work it submits is linked to this task. Restored when
+    // the coroutine first suspends or finishes (`this` may be gone by then).
+    struct RestoreCurrentTask {
+      TaskCore* previous;
+      ~RestoreCurrentTask() { setCurrentTask(previous); }
+    } restore{exchangeCurrentTask(this)};
     // The caller's reference is ours now, until complete(): the coroutine may
     // outlive every other owner.
     if constexpr (kIsCallable) {
@@ -112,6 +120,9 @@ class CoroutineTask final : public ResultCore<R>, private TaskContext {
 
   // On the thread that finished the coroutine (or failed to start it).
   void complete(std::exception_ptr error) noexcept {
+    // The body is over: the hooks and whatever the settlement resumes are
+    // not its code (whoever resumed the coroutine restores its own task).
+    setCurrentTask(nullptr);
     // Release the body before the result is published, so that whoever sees
     // the Future settle sees the captures gone, and no reference kept to the
     // task (the Future, a pool thread's) keeps them alive. The frame goes
@@ -119,6 +130,9 @@ class CoroutineTask final : public ResultCore<R>, private TaskContext {
     // Nothing else touches fn_ or task_ once the coroutine has finished.
     task_ = Task<R>();
     fn_.reset();
+    // A frame destroyed while it awaited a Future (never resumed) leaves its
+    // link behind: not needed any more.
+    if (this->awaitLink() != nullptr) releaseAwaitLink(*this);
     const bool fireAndForget = !this->hasFuture();
     const RunResult result = this->finish(std::move(error));
     if (observer_) {

@@ -18,7 +18,27 @@ class RefCounted {
     // already keeps the object alive.
     refs_.fetch_add(1, std::memory_order_relaxed);
   }
+  /// addRef() for an object no other thread can reach yet (being built and
+  /// not published): a plain increment, no read-modify-write.
+  void addRefUnpublished() noexcept { refs_.store(refs_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+  /// Destroys the object and returns true if the caller holds its only
+  /// reference; otherwise returns false and changes nothing (the caller
+  /// still holds its reference).
+  bool releaseIfSole() noexcept {
+    // acquire: as in release().
+    if (refs_.load(std::memory_order_acquire) != 1) return false;
+    delete this;
+    return true;
+  }
   void release() noexcept {
+    // The only reference left (ours): nobody else can make or drop one, so
+    // no read-modify-write is needed. acquire: pairs with the acq_rel
+    // decrements of the other owners, whose writes we must see before the
+    // delete.
+    if (refs_.load(std::memory_order_acquire) == 1) {
+      delete this;
+      return;
+    }
     // acq_rel: the last release must see every write made through the other
     // references before it destroys the object.
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;

@@ -7,6 +7,7 @@
 namespace coexec::detail {
 
 class TimerService;
+class TaskCore;
 
 /// Where a suspended coroutine resumes: a pool, or the run loop of syncWait().
 /// Every thread has a current scheduler (null on plain threads); an awaiter
@@ -53,8 +54,35 @@ COEXEC_EXPORT Trampoline*& currentTrampoline() noexcept;
 
 /// Resumes `handle` on this thread, and whatever it transfers control to,
 /// until they all suspend or finish. Every resumption in coexec goes through
-/// here. Never throws.
+/// here. The calling thread's current task (currentTask()) is the same
+/// after the call as before it, whatever the resumed coroutines set.
+/// Never throws.
 COEXEC_EXPORT void resume(std::coroutine_handle<> handle) noexcept;
+
+/// The calling thread's current task: the pool task whose code the thread
+/// runs now, or null. Work submitted with plain submit()/execute() is linked
+/// to it as a child (docs/cancellation.md, "The current task"). It is set
+/// - by TaskCore::run() while a callable's body runs;
+/// - for a coroutine task, on its first start (CoroutineTask), and each time
+///   the coroutine goes on after a coexec co_await that suspended (Future,
+///   sleep, resumeOn, a Task's return to its awaiter: their await_resume()
+///   sets it to the task of the coroutine's TaskContext, or null for a
+///   coroutine that runs for no pool task);
+/// and restored by whoever resumed the coroutine when control comes back to
+/// it (resume()). A coroutine resumed by foreign code (a hand-written
+/// awaiter, an Asio operation) runs with whatever its resumer's thread has,
+/// until its next coexec co_await returns.
+/// (One thread-local pointer, read and written inline: the awaiters set it
+/// on every resumption. constinit: no initialisation guard on access.)
+extern COEXEC_EXPORT constinit thread_local TaskCore* tlsCurrentTask;
+inline TaskCore* currentTask() noexcept { return tlsCurrentTask; }
+inline void setCurrentTask(TaskCore* task) noexcept { tlsCurrentTask = task; }
+/// Sets the current task and returns the previous one.
+inline TaskCore* exchangeCurrentTask(TaskCore* task) noexcept {
+  TaskCore* const previous = tlsCurrentTask;
+  tlsCurrentTask = task;
+  return previous;
+}
 
 /// For an await_suspend or final awaiter that hands control to `handle`:
 /// queues it on the running trampoline and returns noop (the caller suspends,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <new>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -56,6 +57,8 @@ class QueuedCancelListener : public RefCounted {
   virtual void queuedTaskCancelled() noexcept = 0;
 };
 
+class TokenLink;
+
 /// The state shared by a PendingTask (the runnable side), its Future (the
 /// result side) and the pool. One allocation holds the callable, the result
 /// and the synchronisation.
@@ -66,6 +69,17 @@ class QueuedCancelListener : public RefCounted {
 /// take no lock. Threads that block in wait() use one of a few process-wide
 /// mutex/condition-variable pairs chosen by the task's address (a task with
 /// no blocked waiter never touches one, and owns none).
+///
+/// Cancellation links (docs/cancellation.md): a task may be linked to a
+/// parent task (adoptChild(), for work submitted while the parent runs) and
+/// to an outside token (linkToken()). Cancelling a task (requestCancel(), or
+/// requestTokenCancellation()) cancels every task linked to it as a child,
+/// depth first, on the cancelling thread; a child's cancellation never
+/// reaches its parent. A parent keeps its children in an intrusive list
+/// (children_, nextSibling_), each holding a reference, until it settles;
+/// its own thread prunes the settled ones as it adds more, so the list stays
+/// within about twice the children alive plus a constant. A task releases
+/// its links when it settles.
 class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
  public:
   using Clock = std::chrono::steady_clock;
@@ -106,38 +120,64 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   void abandon(std::exception_ptr reason) noexcept;
   /// Cancels: a queued task settles at once with OperationCancelled; a running
   /// one has its token cancelled and settles when its callable returns.
-  /// Returns false if the task was already done. Runs token callbacks on the
-  /// calling thread, outside the lock.
-  bool requestCancel() noexcept;
+  /// Either way every task linked to it as a child (and theirs) is cancelled
+  /// the same way, on this thread. Returns false if the task was already
+  /// done. Runs token callbacks on the calling thread, outside any lock.
+  bool requestCancel() noexcept { return cancel(/*waitWhileSettling=*/true); }
+  /// requestCancel() for a cancellation that arrives through a link (a
+  /// token's callback, a parent): does not wait for a task that another
+  /// thread is settling at this moment (that thread may be waiting for the
+  /// very callback that calls this, to release the link).
+  bool cancelFromLink() noexcept { return cancel(/*waitWhileSettling=*/false); }
 
-  /// Cancels the task's token only (shutdownNow() on a running task), if it
-  /// has one: the Future reports whatever the task then does. Runs token
-  /// callbacks on the calling thread.
-  void requestTokenCancellation() noexcept {
-    // seq_cst: see createToken().
-    if (tokenStage_.load(std::memory_order_seq_cst) == kTokenReady) source_->requestCancellation();
+  /// Cancels the task's token, if it has one (shutdownNow() on a running
+  /// task: the Future reports whatever the task then does), and cancels its
+  /// children as requestCancel() does; children it adds later start
+  /// cancelled. Runs token callbacks on the calling thread.
+  void requestTokenCancellation() noexcept;
+
+  // ---- links ------------------------------------------------------------------
+
+  /// Links `child` (a new task, not yet handed to any other thread) to this
+  /// task: cancelling this task cancels `child` until either settles. Called
+  /// by the thread that runs this task, while its body runs (the children
+  /// list has a single writer). Returns false, linking nothing, if this
+  /// task's children were cancelled already: the caller cancels `child`. A
+  /// task that has settled links nothing (and returns true). Never blocks.
+  bool adoptChild(TaskCore& child) noexcept;
+  /// True while this task is linked as a child of `parent` (adoptChild), that
+  /// is, while `parent` would cancel it. For `parent`'s own thread.
+  [[nodiscard]] bool isChildOf(const TaskCore* parent) const noexcept {
+    return parent != nullptr && parent_.load(std::memory_order_relaxed) == parent;
   }
+  /// Links this task (new, not yet handed to any other thread) to `token`:
+  /// cancelling the token cancels the task as requestCancel() does, until the
+  /// task settles. Costs nothing for a token that cannot be cancelled.
+  /// Returns false if the token is cancelled already (or becomes so while
+  /// linking): the task is then settled as cancelled, or must be.
+  /// \throws std::bad_alloc.
+  bool linkToken(const CancellationToken& token);
+  /// False for a task nothing can ever cancel (no Future, no token, no link,
+  /// not a coroutine, which may make a token): linking children to it would
+  /// be wasted work.
+  [[nodiscard]] bool cancellable() const noexcept { return hasFuture_ || linked_ || hasToken() || isCoroutine(); }
 
   [[nodiscard]] bool hasFuture() const noexcept { return hasFuture_; }
   /// True if the task has a token: its callable takes a CancellationToken, or
   /// its coroutine created one (createToken()).
   [[nodiscard]] bool hasToken() const noexcept { return tokenStage_.load(std::memory_order_acquire) == kTokenReady; }
   [[nodiscard]] int priority() const noexcept { return priority_; }
-  /// Why the pool is handing this task to its rejection policy; set by the
-  /// pool before it calls the policy. Points to a string literal.
-  const char* rejectReason = nullptr;
-  /// The pool that admitted the task (an identity, see currentPoolIdentity());
-  /// written before the task is published to any other thread.
-  const void* owner = nullptr;
+  // (The fields are laid out in declaration order across the access
+  // sections: first, next to the reference count, what every start, finish
+  // and child touches (the stage word, the children list, the result), the
+  // first field filling the tail of RefCounted; then the rest. `owner` and
+  // `cancelListener`, declared at the end, are public too.)
   /// Which of its pool's in-flight counters a started coroutine task counts
-  /// in; written by the worker that starts it.
-  std::uint32_t inFlightShard = 0;
+  /// in (fewer than 256); written by the worker that starts it.
+  std::uint8_t inFlightShard = 0;
   /// False for a run of a periodic schedule, which the pool counts once per
   /// schedule, not per run; written before the task is published.
   bool countsInStats = true;
-  /// Told by requestCancel() when it cancels the task while queued; set
-  /// before the task is published to another thread, then never changed.
-  Ref<QueuedCancelListener> cancelListener;
 
   // ---- result side (Future) -------------------------------------------------
 
@@ -171,8 +211,48 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// Publishes the end of a started task: `error` is what its body threw (null
   /// on success). Returns the outcome for the pool's counters.
   RunResult finish(std::exception_ptr error) noexcept;
+  /// Releases the links a task still holds when it is destroyed without
+  /// having settled (a task that was never admitted).
+  ~TaskCore() override;
 
  private:
+  // What cancelOne() did: nothing (done), settled a queued task, or marked a
+  // running one cancelled (runningAgain: it was already).
+  enum class CancelOutcome : std::uint8_t { done, settled, running, runningAgain };
+  /// requestCancel() and cancelFromLink(): cancelOne(), then the token and
+  /// the children of a running task (cancelRunning()).
+  bool cancel(bool waitWhileSettling) noexcept;
+  /// Cancels this task alone: settles it if queued (its token included),
+  /// marks it cancelled if running (the caller cancels its token).
+  CancelOutcome cancelOne(bool waitWhileSettling) noexcept;
+  /// For a running task: takes its children (closing the list as
+  /// cancelled), then cancels its token (if asked), then the children.
+  void cancelRunning(bool cancelTokenToo) noexcept;
+  /// Cancels the token only, if there is one.
+  void cancelToken() noexcept {
+    // seq_cst: see createToken().
+    if (tokenStage_.load(std::memory_order_seq_cst) == kTokenReady) source().requestCancellation();
+  }
+  /// Closes the children list with `closed` (kClosedCancelled or
+  /// kClosedSettled) and returns what it held (each with the list's
+  /// reference, linked through nextSibling_), or null if it was closed
+  /// already. Waits while the owner prunes it (a few instructions per child).
+  TaskCore* detachChildren(std::uintptr_t closed) noexcept;
+  /// Cancels every task of a detached list and their children, depth first,
+  /// and drops the list's references. Iterative: the stack does not grow
+  /// with the depth of the tree.
+  static void cancelTree(TaskCore* list) noexcept;
+  /// Drops the references of a detached list (the task settled normally).
+  static void dropChildren(TaskCore* list) noexcept;
+  /// The owner's pruning of settled children (see adoptChild()).
+  void pruneChildren() noexcept;
+  /// At settlement: closes the children list, cancelling the children if the
+  /// task ended cancelled, and releases the token link. On the settling thread.
+  void releaseLinks(bool cancelled) noexcept;
+  [[nodiscard]] CancellationSource& source() noexcept { return *std::launder(reinterpret_cast<CancellationSource*>(&sourceStorage_)); }
+  [[nodiscard]] const CancellationSource& source() const noexcept {
+    return *std::launder(reinterpret_cast<const CancellationSource*>(&sourceStorage_));
+  }
   // state_: the stage in the low two bits, then flags. queued -> running
   // (tryStart), running -> done (finish, failRunning), queued -> settling ->
   // done (abandon, requestCancel). Only the thread that moved the task out of
@@ -197,22 +277,61 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// Blocks until done or `deadline` (none if null).
   bool blockUntilDone(const Clock::time_point* deadline);
 
-  std::atomic<std::uint32_t> state_{kQueued};
-  std::exception_ptr error_;             // written by the settler before `done`, read after it
-  Continuation continuation_ = nullptr;  // written before kContinuation is set, read by the settler
-  void* continuationArg_ = nullptr;      // ditto
-  // The token: tokenStage_ says whether source_ is constructed. kTokenReady
-  // from the constructor for a callable taking a token; otherwise
-  // kNoToken until createToken() moves it to kTokenCreating (the one thread
-  // that constructs source_), then to kTokenReady. Nobody else touches
-  // source_ before seeing kTokenReady; then it is const until destruction.
+  // The token: tokenStage_ says whether a CancellationSource lives in
+  // sourceStorage_. kTokenReady from the constructor for a callable taking
+  // a token; otherwise kNoToken until createToken() moves it to
+  // kTokenCreating (the one thread that constructs it), then to kTokenReady.
+  // Nobody else touches the source before seeing kTokenReady; then it is
+  // const until destruction.
   static constexpr std::uint8_t kNoToken = 0;
   static constexpr std::uint8_t kTokenCreating = 1;
   static constexpr std::uint8_t kTokenReady = 2;
-  std::optional<CancellationSource> source_;
+
+  // children_: the head of the children list (a TaskCore*, 0 when empty),
+  // or a closed value. Only the task's own thread adds children (a CAS, to
+  // meet a concurrent close) and prunes them (holding kChildrenLocked, which
+  // a closer waits out); any thread may close it, once, taking the list.
+  static constexpr std::uintptr_t kChildrenClosed = 1;
+  static constexpr std::uintptr_t kChildrenLocked = 2;
+  static constexpr std::uintptr_t kClosedCancelled = kChildrenClosed;      // new children start cancelled
+  static constexpr std::uintptr_t kClosedSettled = kChildrenClosed | 4;    // the task settled: new children run free
+  static constexpr std::uint16_t kMinChildBudget = 16;
+
   const bool hasFuture_;
   std::atomic<std::uint8_t> tokenStage_;
+  // A parent or a token may cancel this task: its stage changes take the
+  // synchronised path even without a Future. Written before the task is
+  // published.
+  bool linked_ = false;
+  // Children to add before the next pruning (at most 65535: see
+  // pruneChildren()); the owner's alone.
+  std::uint16_t childBudget_ = kMinChildBudget;
+  std::atomic<std::uint32_t> state_{kQueued};
+  // Next to state_: the running task's thread has this memory at hand when
+  // it adds a child.
+  std::atomic<std::uintptr_t> children_{0};  // see kChildrenClosed
+  std::exception_ptr error_;             // written by the settler before `done`, read after it
+  Continuation continuation_ = nullptr;  // written before kContinuation is set, read by the settler
+  void* continuationArg_ = nullptr;      // ditto
+  std::atomic<TokenLink*> tokenLink_{nullptr};  // linkToken(); taken (exchange) and released by the settler
+  // (From here: what a settling thread on another core does not touch, so
+  // that the parent's release of a child costs no extra transfer.)
   const int priority_;
+  alignas(CancellationSource) unsigned char sourceStorage_[sizeof(CancellationSource)];  // see tokenStage_
+  // This task's place in its parent's children list: the next (older)
+  // sibling, written by whoever holds the list (the parent's thread while it
+  // is open, the closer after), and the parent while it is listed (an
+  // identity for isChildOf(), cleared when it leaves the list).
+  TaskCore* nextSibling_ = nullptr;
+  std::atomic<TaskCore*> parent_{nullptr};
+
+ public:
+  /// The pool that admitted the task (an identity, see currentPoolIdentity());
+  /// written before the task is published to any other thread.
+  const void* owner = nullptr;
+  /// Told by requestCancel() when it cancels the task while queued; set
+  /// before the task is published to another thread, then never changed.
+  Ref<QueuedCancelListener> cancelListener;
 };
 
 /// Storage for a task's value: an object, a reference, or nothing.
@@ -262,7 +381,7 @@ class ResultCore : public TaskCore {
 
  protected:
   void discardValue() noexcept override { slot_.reset(); }
-  ValueSlot<R> slot_;
+  [[no_unique_address]] ValueSlot<R> slot_;
 };
 
 template <class T>

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "coexec/Export.h"
 #include "coexec/detail/FrameAllocator.h"
 #include "coexec/detail/Scheduler.h"
 
@@ -18,6 +19,9 @@ class CancellationToken;
 }  // namespace coexec
 
 namespace coexec::detail {
+
+class TaskCore;
+class AwaitLink;
 
 /// What a coroutine knows about the pool task it runs for. Set on the root
 /// Task's promise by whoever runs it as a task (CoroutineTask, which lives
@@ -34,10 +38,39 @@ class TaskContext {
   /// task gets one only when something in it asks). Never blocks.
   /// \throws std::bad_alloc if the token cannot be created.
   virtual CancellationToken cancellationToken() = 0;
+  /// The task itself: what the awaiters make the thread's current task
+  /// (currentTask()) when the coroutine goes on. Never null.
+  [[nodiscard]] TaskCore* task() const noexcept { return task_; }
+  /// The cancellation link of the Future the chain awaits now, if it needs
+  /// one (FutureAwaiter; see linkAwaitToCancellation()). Kept here rather
+  /// than in the awaiter, so that coroutine frames do not grow: a chain
+  /// awaits one thing at a time.
+  [[nodiscard]] AwaitLink* awaitLink() const noexcept { return awaitLink_; }
+  void setAwaitLink(AwaitLink* link) noexcept { awaitLink_ = link; }
 
  protected:
+  explicit TaskContext(TaskCore* task) noexcept : task_(task) {}
   ~TaskContext() = default;
+
+ private:
+  TaskCore* const task_;
+  AwaitLink* awaitLink_ = nullptr;
 };
+
+/// For a coroutine that runs for a pool task (`context`) and awaits
+/// `awaited`, which is not that task's child: stores in `context` a
+/// registration on the task's token that cancels `awaited` (as
+/// Future::cancel() does) when the token is cancelled. If the token is
+/// cancelled already, cancels `awaited` at once and stores nothing. Release
+/// the link with releaseAwaitLink() once the coroutine goes on.
+/// \throws std::bad_alloc if the token or the registration cannot be made.
+COEXEC_EXPORT void linkAwaitToCancellation(TaskContext& context, TaskCore& awaited);
+/// Deregisters and frees the link stored in `context`. Blocks while its
+/// callback runs on another thread (it only cancels the awaited task).
+COEXEC_EXPORT void releaseAwaitLink(TaskContext& context) noexcept;
+
+/// The task of `context`, or null for a coroutine that runs for none.
+inline TaskCore* taskOf(const TaskContext* context) noexcept { return context != nullptr ? context->task() : nullptr; }
 
 /// Called when a root task (one nobody awaits: submitted to a pool, run by
 /// syncWait) finishes, inside its final suspension. The callee may destroy the
@@ -156,14 +189,20 @@ class TaskAwaiter {
   template <class Promise>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> awaiter) noexcept {
     TaskPromise<T>& child = handle_.promise();
-    child.setContext(taskContextOf(awaiter));  // one pointer: the child runs for the parent's task
+    TaskContext* const context = taskContextOf(awaiter);
+    child.setContext(context);  // one pointer: the child runs for the parent's task
     child.setContinuation(awaiter);
+    task_ = taskOf(context);
     return transferTo(handle_);
   }
-  decltype(auto) await_resume() { return handle_.promise().result(); }
+  decltype(auto) await_resume() {
+    setCurrentTask(task_);  // the awaiter goes on: its task's code again (see currentTask())
+    return handle_.promise().result();
+  }
 
  private:
   std::coroutine_handle<TaskPromise<T>> handle_;
+  TaskCore* task_ = nullptr;
 };
 
 inline Task<void> TaskPromise<void>::get_return_object() noexcept {
