@@ -183,7 +183,7 @@ class FutureAwaiter {
     // A child of the awaiting task needs no link: cancelling the task
     // cancels it (fork/join awaits its own children: the common case costs
     // one load).
-    if (context != nullptr && !core_->isChildOf(context->task())) {
+    if (context != nullptr && context->task() != nullptr && !core_->isChildOf(context->task())) {
       linkAwaitToCancellation(*context, *core_);  // may throw: not suspended
     }
     Scheduler* scheduler = currentScheduler();

@@ -39,7 +39,11 @@ class TaskContext {
   /// \throws std::bad_alloc if the token cannot be created.
   virtual CancellationToken cancellationToken() = 0;
   /// The task itself: what the awaiters make the thread's current task
-  /// (currentTask()) when the coroutine goes on. Never null.
+  /// (currentTask()) when the coroutine goes on. Null for a context that
+  /// runs for no pool task (a combinator's context for the Task children it
+  /// runs inline, with a token of its own): work those children submit is
+  /// not linked to it, and a Future they await is not cancelled through it
+  /// (their token is: they see it at their next cancellable await).
   [[nodiscard]] TaskCore* task() const noexcept { return task_; }
   /// The cancellation link of the Future the chain awaits now, if it needs
   /// one (FutureAwaiter; see linkAwaitToCancellation()). Kept here rather
@@ -50,6 +54,7 @@ class TaskContext {
 
  protected:
   explicit TaskContext(TaskCore* task) noexcept : task_(task) {}
+  TaskContext() noexcept : task_(nullptr) {}  // for no pool task: see task()
   ~TaskContext() = default;
 
  private:
