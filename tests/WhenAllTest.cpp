@@ -183,6 +183,34 @@ TEST_CASE("cancelling the awaiting coroutine's task cancels whenAll's children; 
   CHECK_FALSE(reachedEnd.load());
 }
 
+TEST_CASE("whenAll's Task children may each await a Future at the same time", "[whenAll]") {
+  // The Task children run inline under the combinator's own context: two of
+  // them suspended on Futures at once must not share anything but its token.
+  Gate first;
+  Gate second;
+  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
+  ThreadPoolExecutor pool(taggedPool("when", 2, 2, WorkQueue::bounded(64)));
+  OpenOnExit guardFirst(first);
+  OpenOnExit guardSecond(second);
+  Counter started;
+  auto awaitGated = [&](Gate& gate, int value) -> Task<int> {
+    Future<int> f = pool.submit([&gate, &started, value] {
+      started.arrive();
+      gate.wait();
+      return value;
+    });
+    co_return co_await f;
+  };
+  Future<int> outer = driver.submit([&]() -> Task<int> {
+    const auto [a, b] = co_await whenAll(awaitGated(first, 1), awaitGated(second, 2));
+    co_return a * 10 + b;
+  });
+  REQUIRE(started.waitFor(2));  // both children are suspended on their Futures
+  second.open();
+  first.open();
+  CHECK(outer.get() == 12);
+}
+
 TEST_CASE("whenAll composes with invokeAll, and works from a plain thread through syncWait", "[whenAll][compose]") {
   ThreadPoolExecutor pool(taggedPool("when", 2, 2, WorkQueue::bounded(64)));
   std::vector<std::function<int()>> ones(10, [] { return 1; });
