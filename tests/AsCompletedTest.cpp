@@ -192,6 +192,35 @@ TEST_CASE(
   CHECK(yieldedAfter.load() == 2);
 }
 
+TEST_CASE("cancelRemaining from another thread while next() waits: every input is still yielded, cancelled",
+          "[asCompleted][cancel]") {
+  Children children;
+  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
+  ThreadPoolExecutor pool(taggedPool("asc", 2, 2, WorkQueue::bounded(16)));
+  OpenOnExit guard(children.release);
+  std::vector<Future<int>> futures;
+  futures.push_back(pool.submit(children.cooperative()));
+  futures.push_back(pool.submit(children.cooperative()));
+  AsCompleted<int> completions = asCompleted(std::move(futures));
+  Future<int> consumer = driver.submit([&]() -> Task<int> {
+    int cancelled = 0;
+    while (std::optional<Future<int>> done = co_await completions.next()) {
+      try {
+        (void)done->get();
+      } catch (const OperationCancelled&) {
+        ++cancelled;
+      }
+    }
+    co_return cancelled;
+  });
+  REQUIRE(children.started.waitFor(2));
+  driver.submit([] {}).get();  // the driver's one thread is free: the consumer waits in next()
+  children.release.open();     // the inputs return as soon as they see the cancellation
+  CHECK(completions.cancelRemaining() == 2);
+  CHECK(consumer.get() == 2);
+  CHECK(completions.remaining() == 0);
+}
+
 TEST_CASE("dropping an AsCompleted with inputs still running never blocks and cancels nothing", "[asCompleted]") {
   Gate gate;
   std::atomic<int> finished{0};

@@ -81,7 +81,8 @@ class [[nodiscard]] AsCompleted {
   /// queued task never starts, a running one has its token cancelled); each
   /// is still yielded once it has settled. Returns how many were cancelled
   /// (cancel() returned true). Never blocks (cancellation callbacks run on
-  /// this thread). Cost: O(n).
+  /// this thread); a next() waiting meanwhile resumes on its own executor,
+  /// never inside this call. Cost: O(n).
   std::size_t cancelRemaining();
 
  private:
@@ -157,8 +158,30 @@ class CompletionQueue final : public RefCounted, public Recycled {
     return CombinatorAccess::future<R>(slot.core);  // a new reference: the slot's stays (see the class comment)
   }
 
-  /// Any thread. Requests cancellation of every input; true for those that
-  /// had not settled. Inline settles come back through onSettled().
+  /// AsCompleted::cancelRemaining(), from any thread: cancels every input,
+  /// and resumes a parked next() only afterwards, posted (never inside this
+  /// call, which goes on using the queue). Returns how many had not settled.
+  std::size_t cancelRemaining() noexcept {
+    addRef();  // the resumed consumer may drop its AsCompleted meanwhile
+    {
+      std::lock_guard lock(mutex_);
+      ++cancelling_;
+    }
+    const std::size_t cancelled = cancelUnsettled();
+    ParkedCoroutine resumed;
+    {
+      std::lock_guard lock(mutex_);
+      --cancelling_;
+      resumed = takeWaiterLocked();
+    }
+    resumed.resume(/*mayRunInline=*/false);
+    release();  // may destroy the queue
+    return cancelled;
+  }
+
+  /// Requests cancellation of every input; true for those that had not
+  /// settled. Inline settles come back through onSettled(), which resumes a
+  /// parked next() unless a cancellation is at work (cancelling_).
   std::size_t cancelUnsettled() noexcept {
     std::size_t cancelled = 0;
     for (Slot& slot : slots_) {
@@ -325,7 +348,7 @@ std::size_t AsCompleted<R>::remaining() const {
 
 template <class R>
 std::size_t AsCompleted<R>::cancelRemaining() {
-  return queue_ ? queue_->cancelUnsettled() : 0;
+  return queue_ ? queue_->cancelRemaining() : 0;
 }
 
 template <class Range>
