@@ -420,7 +420,7 @@ bool TaskCore::linkToken(const CancellationToken& token) {
   return true;
 }
 
-void TaskCore::releaseLinks(bool cancelled) noexcept {
+void TaskCore::releaseLinksSlow(bool cancelled) noexcept {
   if (children_.load(std::memory_order_relaxed) != 0) {
     TaskCore* const children = detachChildren(kClosedSettled);
     if (cancelled) {

@@ -248,7 +248,15 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   void pruneChildren() noexcept;
   /// At settlement: closes the children list, cancelling the children if the
   /// task ended cancelled, and releases the token link. On the settling thread.
-  void releaseLinks(bool cancelled) noexcept;
+  void releaseLinks(bool cancelled) noexcept {
+    // Inline: nearly every task has neither (relaxed: the children list has
+    // one writer, this thread; a token link is released by its settler).
+    if ((children_.load(std::memory_order_relaxed) | reinterpret_cast<std::uintptr_t>(
+                                                         tokenLink_.load(std::memory_order_relaxed))) != 0) {
+      releaseLinksSlow(cancelled);
+    }
+  }
+  void releaseLinksSlow(bool cancelled) noexcept;
   [[nodiscard]] CancellationSource& source() noexcept { return *std::launder(reinterpret_cast<CancellationSource*>(&sourceStorage_)); }
   [[nodiscard]] const CancellationSource& source() const noexcept {
     return *std::launder(reinterpret_cast<const CancellationSource*>(&sourceStorage_));
