@@ -207,7 +207,8 @@ RunResult TaskCore::finish(std::exception_ptr error) noexcept {
     }
   }
   publish(s);
-  releaseLinks(false);
+  // The children are dealt with above: only a token link may be left.
+  if (tokenLink_.load(std::memory_order_relaxed) != nullptr) releaseLinksSlow(false);
   return result;
 }
 
