@@ -194,6 +194,24 @@ struct FutureAccess {
   }
 };
 
+/// The awaiter of TaskTimeout and FutureTimeout: it refers to the result
+/// object, which provides suspend(awaiting, context) and resume() and
+/// befriends this class.
+template <class Self>
+class TimeoutAwaiter {
+ public:
+  explicit TimeoutAwaiter(Self& self) noexcept : self_(&self) {}
+  [[nodiscard]] bool await_ready() const noexcept { return false; }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> awaiting) {
+    return self_->suspend(awaiting, taskContextOf(awaiting));
+  }
+  decltype(auto) await_resume() { return self_->resume(); }
+
+ private:
+  Self* self_;
+};
+
 /// The result of withTimeout(task, d): awaitable once.
 template <class T>
 class [[nodiscard]] TaskTimeout {
@@ -202,19 +220,7 @@ class [[nodiscard]] TaskTimeout {
   TaskTimeout(const TaskTimeout&) = delete;
   TaskTimeout& operator=(const TaskTimeout&) = delete;
 
-  class Awaiter {
-   public:
-    explicit Awaiter(TaskTimeout& self) noexcept : self_(&self) {}
-    [[nodiscard]] bool await_ready() const noexcept { return false; }
-    template <class Promise>
-    bool await_suspend(std::coroutine_handle<Promise> awaiting) {
-      return self_->suspend(awaiting, taskContextOf(awaiting));
-    }
-    decltype(auto) await_resume() { return self_->resume(); }
-
-   private:
-    TaskTimeout* self_;
-  };
+  using Awaiter = TimeoutAwaiter<TaskTimeout>;
 
   /// See withTimeout(). The temporary form is safe on every compiler: the
   /// result object has constructors and no lambda is built in the
@@ -223,6 +229,7 @@ class [[nodiscard]] TaskTimeout {
   Awaiter operator co_await() && noexcept { return Awaiter(*this); }
 
  private:
+  friend class TimeoutAwaiter<TaskTimeout>;
   bool suspend(std::coroutine_handle<> awaiting, TaskContext* context) {
     if (core_) throw std::logic_error("coexec::withTimeout: the result of withTimeout() can be awaited only once");
     // The task gets a state of its own (its token, its result): one
@@ -248,19 +255,7 @@ class [[nodiscard]] FutureTimeout {
   FutureTimeout(const FutureTimeout&) = delete;
   FutureTimeout& operator=(const FutureTimeout&) = delete;
 
-  class Awaiter {
-   public:
-    explicit Awaiter(FutureTimeout& self) noexcept : self_(&self) {}
-    [[nodiscard]] bool await_ready() const noexcept { return false; }
-    template <class Promise>
-    bool await_suspend(std::coroutine_handle<Promise> awaiting) {
-      return self_->suspend(awaiting, taskContextOf(awaiting));
-    }
-    decltype(auto) await_resume() { return self_->resume(); }
-
-   private:
-    FutureTimeout* self_;
-  };
+  using Awaiter = TimeoutAwaiter<FutureTimeout>;
 
   Awaiter operator co_await() & noexcept { return Awaiter(*this); }
 #if COEXEC_GCC_CO_AWAIT_TEMPORARY_BUG
@@ -280,6 +275,7 @@ class [[nodiscard]] FutureTimeout {
 #endif
 
  private:
+  friend class TimeoutAwaiter<FutureTimeout>;
   bool suspend(std::coroutine_handle<> awaiting, TaskContext* context) {
     if (awaited_) throw std::logic_error("coexec::withTimeout: the result of withTimeout() can be awaited only once");
     awaited_ = true;

@@ -216,6 +216,25 @@ class COEXEC_EXPORT FanIn : private TaskContext {
   std::optional<CancellationRegistration> registration_;
 };
 
+/// The awaiter of a fan-in awaitable (InvokeAwaitable, WhenAwaitable): it
+/// refers to the awaitable, which holds the state (a temporary awaitable lives
+/// to the end of the full expression). The awaitable provides ready(),
+/// start(awaiting, parentContext) and result(), and befriends this class.
+template <class Awaitable>
+class FanInAwaiter {
+ public:
+  explicit FanInAwaiter(Awaitable& awaitable) noexcept : awaitable_(&awaitable) {}
+  bool await_ready() { return awaitable_->ready(); }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> awaiting) {
+    return awaitable_->start(awaiting, taskContextOf(awaiting));
+  }
+  typename Awaitable::Result await_resume() { return awaitable_->result(); }
+
+ private:
+  Awaitable* awaitable_;
+};
+
 /// Throws TimeoutError for a combinator whose deadline passed. Never returns.
 [[noreturn]] COEXEC_EXPORT void throwCombinatorTimeout(const char* operation, Clock::duration timeout);
 

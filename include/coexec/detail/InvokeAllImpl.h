@@ -72,21 +72,8 @@ class [[nodiscard]] InvokeAwaitable final : private FanIn {
         timeout_(timeout) {}
   ~InvokeAwaitable() = default;
 
-  /// What `co_await` uses: it refers to this awaitable, which holds the
-  /// state (a temporary awaitable lives to the end of the full expression).
-  class Awaiter {
-   public:
-    explicit Awaiter(InvokeAwaitable& awaitable) noexcept : awaitable_(&awaitable) {}
-    bool await_ready() { return awaitable_->ready(); }
-    template <class Promise>
-    bool await_suspend(std::coroutine_handle<Promise> awaiting) {
-      return awaitable_->start(awaiting, taskContextOf(awaiting));
-    }
-    Result await_resume() { return awaitable_->result(); }
-
-   private:
-    InvokeAwaitable* awaitable_;
-  };
+  /// What `co_await` uses (see FanInAwaiter).
+  using Awaiter = FanInAwaiter<InvokeAwaitable>;
 
   /// Awaiting a named awaitable: always allowed.
   Awaiter operator co_await() & noexcept { return Awaiter(*this); }
@@ -108,6 +95,7 @@ class [[nodiscard]] InvokeAwaitable final : private FanIn {
 #endif
 
  private:
+  friend class FanInAwaiter<InvokeAwaitable>;
   struct Slot {
     Ref<ResultCore<R>> core;  // the task; null if it never started
     InvokeAwaitable* owner = nullptr;

@@ -173,21 +173,8 @@ class [[nodiscard]] WhenAwaitable final : private FanIn {
       : FanIn(Any ? StopRule::onCompletion : StopRule::onFailure), children_(std::forward<Args>(args)...) {}
   ~WhenAwaitable() = default;
 
-  /// What `co_await` uses: it refers to this awaitable, which holds the
-  /// state (a temporary awaitable lives to the end of the full expression).
-  class Awaiter {
-   public:
-    explicit Awaiter(WhenAwaitable& awaitable) noexcept : awaitable_(&awaitable) {}
-    bool await_ready() { return awaitable_->ready(); }
-    template <class Promise>
-    bool await_suspend(std::coroutine_handle<Promise> awaiting) {
-      return awaitable_->start(awaiting, taskContextOf(awaiting));
-    }
-    Result await_resume() { return awaitable_->result(); }
-
-   private:
-    WhenAwaitable* awaitable_;
-  };
+  /// What `co_await` uses (see FanInAwaiter).
+  using Awaiter = FanInAwaiter<WhenAwaitable>;
 
   /// Awaiting a named awaitable: always allowed.
   Awaiter operator co_await() & noexcept { return Awaiter(*this); }
@@ -209,6 +196,7 @@ class [[nodiscard]] WhenAwaitable final : private FanIn {
 #endif
 
  private:
+  friend class FanInAwaiter<WhenAwaitable>;
   static constexpr const char* operation() noexcept { return Any ? "whenAny" : "whenAll"; }
 
   template <class F>
