@@ -17,6 +17,8 @@
 #include "coexec/CancellationToken.h"
 #include "coexec/Clock.h"
 #include "coexec/Errors.h"
+#include "coexec/Sleep.h"
+#include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 
 namespace coexec::test {
@@ -92,5 +94,39 @@ inline std::string messageOf(const std::exception_ptr& error) {
     return "?";
   }
 }
+
+/// A Task that arrives at `sleeping` and sleeps for an hour unless its token
+/// is cancelled (then it sets `wokeCancelled` and rethrows): it sees a
+/// combinator's token, like any sleep of a task that the combinator runs.
+inline Task<int> sleepsAnHour(Counter& sleeping, std::atomic<bool>& wokeCancelled) {
+  sleeping.arrive();
+  try {
+    co_await sleepFor(std::chrono::hours(1));
+  } catch (const OperationCancelled&) {
+    wokeCancelled = true;
+    throw;
+  }
+  co_return 0;
+}
+
+/// The set-up of the whenAll / whenAny tests that need a child already
+/// running: a `driver` pool (one thread) for the awaiting coroutine, a `pool`
+/// of two threads for the children, and `slow`, a cooperative child (see
+/// Children) that has started on `pool`, so a cancel reaches its token
+/// (queued, it would never start). Also `sleeping` and `sleepCancelled` for
+/// a sleepsAnHour child. `children.release` opens before the pools go.
+struct RunningChildSetup {
+  Children children;
+  Counter sleeping;
+  std::atomic<bool> sleepCancelled{false};
+  ThreadPoolExecutor driver{taggedPool("driver", 1, 1, WorkQueue::bounded(8))};
+  ThreadPoolExecutor pool{taggedPool("when", 2, 2, WorkQueue::bounded(64))};
+  OpenOnExit guard{children.release};
+  Future<int> slow;
+
+  RunningChildSetup() : slow(pool.submit(children.cooperative())) {
+    if (!children.started.waitFor(1)) detail::failTimedOutWait("the slow child did not start within kLong");
+  }
+};
 
 }  // namespace coexec::test

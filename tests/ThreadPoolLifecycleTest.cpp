@@ -849,8 +849,7 @@ TEST_CASE("a task handed to a parked worker just before shutdownNow starts with 
     CHECK(seen.load() != 1);
     (seen.load() == 2 ? startedCancelled : startedBefore) += 1;
   }
-  INFO("returned " << returned << ", started cancelled " << startedCancelled << ", started before "
-                   << startedBefore);
+  INFO("returned " << returned << ", started cancelled " << startedCancelled << ", started before " << startedBefore);
   CHECK(startedCancelled > 0);  // the window this test is about was hit
 }
 
@@ -890,7 +889,7 @@ TEST_CASE("a continuation posted while the terminated hook runs does not start a
   });
   REQUIRE(awaiting.waitFor(1));
   REQUIRE(eventually([&] { return pool->stats().activeCount == 0; }));  // the hop has returned
-  std::thread closer([&] { pool->shutdown(); });  // runs the terminated hook, which blocks
+  std::thread closer([&] { pool->shutdown(); });                        // runs the terminated hook, which blocks
   REQUIRE(hookEntered.waitFor(1));
   otherGate.open();  // the coroutine resumes onto `pool` while its hook runs
   REQUIRE(resumed.waitFor(1));

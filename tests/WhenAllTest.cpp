@@ -39,6 +39,8 @@ using coexec::test::Counter;
 using coexec::test::currentTag;
 using coexec::test::Gate;
 using coexec::test::OpenOnExit;
+using coexec::test::RunningChildSetup;
+using coexec::test::sleepsAnHour;
 using coexec::test::taggedPool;
 using coexec::test::throwsA;
 using namespace std::chrono_literals;
@@ -56,19 +58,6 @@ Task<void> touch(std::atomic<int>& counter) {
 Task<int> doubled(ThreadPoolExecutor& pool, int value) {
   Future<int> f = pool.submit([value] { return value; });
   co_return 2 * co_await f;
-}
-
-/// A Task that sleeps for an hour unless its token is cancelled: it sees
-/// whenAll's token, like any sleep of a task that whenAll runs.
-Task<int> sleepsAnHour(Counter& sleeping, std::atomic<bool>& wokeCancelled) {
-  sleeping.arrive();
-  try {
-    co_await sleepFor(1h);
-  } catch (const OperationCancelled&) {
-    wokeCancelled = true;
-    throw;
-  }
-  co_return 0;
 }
 
 Task<int> failsAfter(ThreadPoolExecutor& pool, Counter& ready, std::size_t wait) {
@@ -120,16 +109,9 @@ TEST_CASE("whenAll of Futures that have settled already returns at once", "[when
   CHECK(throwsA<std::logic_error>([&] { (void)a.get(); }));  // consumed by whenAll
 }
 
-TEST_CASE("whenAll's first failure cancels the other children and is rethrown once they have settled",
-          "[whenAll][failure]") {
-  Children children;
-  Counter sleeping;
-  std::atomic<bool> sleepCancelled{false};
-  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
-  ThreadPoolExecutor pool(taggedPool("when", 2, 2, WorkQueue::bounded(64)));
-  OpenOnExit guard(children.release);
-  Future<int> slow = pool.submit(children.cooperative());
-  REQUIRE(children.started.waitFor(1));  // running: a cancel reaches its token (queued, it would never start)
+TEST_CASE_METHOD(RunningChildSetup,
+                 "whenAll's first failure cancels the other children and is rethrown once they have settled",
+                 "[whenAll][failure]") {
   Future<std::string> outer = driver.submit([&]() -> Task<std::string> {
     try {
       // The sleeping Task starts first (Tasks start in argument order): the
@@ -157,17 +139,11 @@ TEST_CASE("whenAll starts no Task once a Future argument has failed", "[whenAll]
   CHECK(touched.load() == 0);
 }
 
-TEST_CASE("cancelling the awaiting coroutine's task cancels whenAll's children; OperationCancelled once they settled",
-          "[whenAll][cancel]") {
-  Children children;
-  Counter sleeping;
-  std::atomic<bool> sleepCancelled{false};
+TEST_CASE_METHOD(
+    RunningChildSetup,
+    "cancelling the awaiting coroutine's task cancels whenAll's children; OperationCancelled once they settled",
+    "[whenAll][cancel]") {
   std::atomic<bool> reachedEnd{false};
-  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
-  ThreadPoolExecutor pool(taggedPool("when", 2, 2, WorkQueue::bounded(64)));
-  OpenOnExit guard(children.release);
-  Future<int> slow = pool.submit(children.cooperative());
-  REQUIRE(children.started.waitFor(1));  // running: a cancel reaches its token (queued, it would never start)
   Future<int> outer = driver.submit([&]() -> Task<int> {
     const auto [a, b] = co_await whenAll(slow, sleepsAnHour(sleeping, sleepCancelled));
     reachedEnd = true;

@@ -33,6 +33,8 @@ using coexec::WorkQueue;
 using coexec::test::Children;
 using coexec::test::Counter;
 using coexec::test::OpenOnExit;
+using coexec::test::RunningChildSetup;
+using coexec::test::sleepsAnHour;
 using coexec::test::taggedPool;
 using coexec::test::throwsA;
 using namespace std::chrono_literals;
@@ -46,30 +48,12 @@ Task<void> touch(std::atomic<int>& counter) {
   co_return;
 }
 
-Task<int> sleepsAnHour(Counter& sleeping, std::atomic<bool>& wokeCancelled) {
-  sleeping.arrive();
-  try {
-    co_await sleepFor(1h);
-  } catch (const OperationCancelled&) {
-    wokeCancelled = true;
-    throw;
-  }
-  co_return 0;
-}
-
 }  // namespace
 
-TEST_CASE("whenAny returns the first child to settle; the others are cancelled and awaited first", "[whenAny]") {
-  Children children;
-  Counter sleeping;
-  std::atomic<bool> sleepCancelled{false};
-  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
-  ThreadPoolExecutor pool(taggedPool("when", 2, 2, WorkQueue::bounded(64)));
-  OpenOnExit guard(children.release);
-  Future<int> slow = pool.submit(children.cooperative());
-  REQUIRE(children.started.waitFor(1));  // running: a cancel reaches its token (queued, it would never start)
+TEST_CASE_METHOD(RunningChildSetup,
+                 "whenAny returns the first child to settle; the others are cancelled and awaited first", "[whenAny]") {
   Future<std::size_t> outer = driver.submit([&]() -> Task<std::size_t> {
-    Future<std::string> fast = pool.submit([&sleeping] {
+    Future<std::string> fast = pool.submit([&sleeping = sleeping] {
       if (!sleeping.waitFor(1)) throw std::logic_error("the sleeping Task did not start");
       return std::string("fast");
     });
@@ -96,15 +80,10 @@ TEST_CASE("whenAny of void children reports the winner as std::monostate", "[whe
   CHECK(touched.load() == 1);
 }
 
-TEST_CASE("whenAny rethrows the first child's exception after the others have settled", "[whenAny][failure]") {
-  Children children;
-  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
-  ThreadPoolExecutor pool(taggedPool("when", 2, 2, WorkQueue::bounded(64)));
-  OpenOnExit guard(children.release);
-  Future<int> slow = pool.submit(children.cooperative());
-  REQUIRE(children.started.waitFor(1));  // running: a cancel reaches its token (queued, it would never start)
+TEST_CASE_METHOD(RunningChildSetup, "whenAny rethrows the first child's exception after the others have settled",
+                 "[whenAny][failure]") {
   Future<std::string> outer = driver.submit([&]() -> Task<std::string> {
-    Future<int> failing = pool.submit([&children]() -> int {
+    Future<int> failing = pool.submit([&children = children]() -> int {
       if (!children.started.waitFor(1)) throw std::logic_error("the slow task did not start");
       throw std::runtime_error("first to settle");
     });
@@ -134,16 +113,10 @@ TEST_CASE("whenAny: a Future that has settled already wins, and no Task starts",
   CHECK(touched.load() == 0);
 }
 
-TEST_CASE("cancelling the awaiting coroutine's task cancels whenAny's children; OperationCancelled once they settled",
-          "[whenAny][cancel]") {
-  Children children;
-  Counter sleeping;
-  std::atomic<bool> sleepCancelled{false};
-  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
-  ThreadPoolExecutor pool(taggedPool("when", 2, 2, WorkQueue::bounded(64)));
-  OpenOnExit guard(children.release);
-  Future<int> slow = pool.submit(children.cooperative());
-  REQUIRE(children.started.waitFor(1));  // running: a cancel reaches its token (queued, it would never start)
+TEST_CASE_METHOD(
+    RunningChildSetup,
+    "cancelling the awaiting coroutine's task cancels whenAny's children; OperationCancelled once they settled",
+    "[whenAny][cancel]") {
   Future<std::size_t> outer = driver.submit([&]() -> Task<std::size_t> {
     const auto result = co_await whenAny(slow, sleepsAnHour(sleeping, sleepCancelled));
     co_return result.index;

@@ -100,7 +100,8 @@ detail::TaskTimeout<T> withTimeout(Task<T>& task, std::chrono::duration<Rep, Per
 /// \throws std::logic_error (from the `co_await`) if `future` is empty or
 /// already consumed; otherwise as for a Task.
 template <class R, class Rep, class Period>
-[[nodiscard]] detail::FutureTimeout<R, false> withTimeout(Future<R>& future, std::chrono::duration<Rep, Period> timeout);
+[[nodiscard]] detail::FutureTimeout<R, false> withTimeout(Future<R>& future,
+                                                          std::chrono::duration<Rep, Period> timeout);
 
 /// As the form above, but takes the Future over (the result object owns
 /// it). On GCC 12 and older, `co_await withTimeout(pool.submit(...), d)` and
@@ -110,7 +111,8 @@ template <class R, class Rep, class Period>
 /// `auto timed = withTimeout(pool.submit(...), d); co_await timed;`, which
 /// builds everywhere (docs/coroutines.md, "GCC 12 bugs and the safe forms").
 template <class R, class Rep, class Period>
-[[nodiscard]] detail::FutureTimeout<R, true> withTimeout(Future<R>&& future, std::chrono::duration<Rep, Period> timeout);
+[[nodiscard]] detail::FutureTimeout<R, true> withTimeout(Future<R>&& future,
+                                                         std::chrono::duration<Rep, Period> timeout);
 
 namespace detail {
 
