@@ -14,6 +14,8 @@
 #include <utility>
 
 #include "TestSupport.h"
+#include "coexec/Errors.h"
+#include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 
 namespace coexec::test {
@@ -95,6 +97,19 @@ bool holdsA(const std::exception_ptr& error) {
   } catch (...) {
     return false;
   }
+}
+
+/// Awaits `awaitable` (a withTimeout result, or invokeAll / invokeAny with a
+/// timeout, named by the caller) and tells whether it threw TimeoutError; its
+/// value is dropped and any other exception propagates.
+template <class Awaitable>
+Task<bool> timedOut(Awaitable& awaitable) {
+  try {
+    (void)co_await awaitable;
+  } catch (const TimeoutError&) {
+    co_return true;
+  }
+  co_return false;
 }
 
 }  // namespace coexec::test

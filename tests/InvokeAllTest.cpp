@@ -47,6 +47,7 @@ using coexec::test::messageOf;
 using coexec::test::OpenOnExit;
 using coexec::test::taggedPool;
 using coexec::test::throwsA;
+using coexec::test::timedOut;
 using namespace std::chrono_literals;
 
 namespace {
@@ -258,9 +259,10 @@ TEST_CASE(
   CHECK(outer.get().find("timeout of 1000ms") != std::string::npos);
 }
 
-TEST_CASE("invokeAll's TimeoutError comes right after the advance() that reaches the deadline when the tasks stop at "
-          "once",
-          "[invokeAll][timeout]") {
+TEST_CASE(
+    "invokeAll's TimeoutError comes right after the advance() that reaches the deadline when the tasks stop at "
+    "once",
+    "[invokeAll][timeout]") {
   Counter started;
   ManualClock clock;
   ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
@@ -271,12 +273,8 @@ TEST_CASE("invokeAll's TimeoutError comes right after the advance() that reaches
     throw OperationCancelled();  // stops as soon as it is told
   });
   Future<bool> outer = driver.submit([&]() -> Task<bool> {
-    try {
-      (void)co_await pool.invokeAll(tasks, 30s);
-    } catch (const TimeoutError&) {
-      co_return true;
-    }
-    co_return false;
+    auto awaitable = pool.invokeAll(tasks, 30s);
+    co_return co_await timedOut(awaitable);
   });
   REQUIRE(started.waitFor(2));
   waitUntilSuspended(driver);
@@ -300,12 +298,8 @@ TEST_CASE("an uncooperative task delays invokeAll's TimeoutError until it return
   OpenOnExit guard(children.release);
   IntTasks tasks{children.uncooperative(1)};
   Future<bool> outer = driver.submit([&]() -> Task<bool> {
-    try {
-      (void)co_await pool.invokeAll(tasks, 10ms);
-    } catch (const TimeoutError&) {
-      co_return true;
-    }
-    co_return false;
+    auto awaitable = pool.invokeAll(tasks, 10ms);
+    co_return co_await timedOut(awaitable);
   });
   REQUIRE(children.started.waitFor(1));
   waitUntilSuspended(driver);
@@ -537,12 +531,8 @@ TEST_CASE("invokeAny with a timeout throws TimeoutError once the cancelled tasks
   OpenOnExit guard(children.release);
   std::vector<std::function<int(CancellationToken)>> tasks(2, children.cooperative());
   Future<bool> outer = driver.submit([&]() -> Task<bool> {
-    try {
-      (void)co_await pool.invokeAny(tasks, 5s);
-    } catch (const TimeoutError&) {
-      co_return true;
-    }
-    co_return false;
+    auto awaitable = pool.invokeAny(tasks, 5s);
+    co_return co_await timedOut(awaitable);
   });
   REQUIRE(children.started.waitFor(2));
   waitUntilSuspended(driver);

@@ -54,6 +54,7 @@ using coexec::test::kLong;
 using coexec::test::Lifetimes;
 using coexec::test::OpenOnExit;
 using coexec::test::throwsA;
+using coexec::test::timedOut;
 using coexec::test::Tracker;
 using namespace std::chrono_literals;
 
@@ -200,20 +201,15 @@ TEST_CASE("an uncooperative Task delays the TimeoutError until it returns", "[ti
 
 TEST_CASE("withTimeout of zero never starts the Task", "[timeout][task]") {
   std::atomic<int> ran{0};
-  const bool timedOut = syncWait([&]() -> Task<bool> {
+  const bool threwTimeout = syncWait([&]() -> Task<bool> {
     auto task = [&]() -> Task<int> {
       ran.fetch_add(1);
       co_return 1;
     };
     auto timed = withTimeout(task(), 0ms);
-    try {
-      (void)co_await timed;
-    } catch (const TimeoutError&) {
-      co_return true;
-    }
-    co_return false;
+    co_return co_await timedOut(timed);
   }());
-  CHECK(timedOut);
+  CHECK(threwTimeout);
   CHECK(ran.load() == 0);
 }
 
@@ -223,21 +219,17 @@ TEST_CASE("withTimeout under syncWait times out on the steady clock", "[timeout]
   Counter started;
   std::atomic<bool> childCancelled{false};
   const auto begin = std::chrono::steady_clock::now();
-  const bool timedOut = syncWait([&]() -> Task<bool> {
+  const bool threwTimeout = syncWait([&]() -> Task<bool> {
     auto timed = withTimeout(sleepy(1h, started, childCancelled, 1), 20ms);
-    try {
-      (void)co_await timed;
-    } catch (const TimeoutError&) {
-      co_return true;
-    }
-    co_return false;
+    co_return co_await timedOut(timed);
   }());
-  CHECK(timedOut);
+  CHECK(threwTimeout);
   CHECK(childCancelled.load());
   CHECK(std::chrono::steady_clock::now() - begin >= 20ms);
 }
 
-TEST_CASE("the Task under withTimeout has a token of its own, linked to the awaiting task's", "[timeout][task][cancel]") {
+TEST_CASE("the Task under withTimeout has a token of its own, linked to the awaiting task's",
+          "[timeout][task][cancel]") {
   // Cancelling the awaiting task cancels the child, and the co_await
   // rethrows what the child settled with (OperationCancelled), not
   // TimeoutError; the child's token is not the parent's.
@@ -397,7 +389,8 @@ TEST_CASE("cancelling the coroutine that awaits withTimeout of another task's Fu
   CHECK(throwsA<OperationCancelled>([&] { result.get(); }));  // what the work settled with, not TimeoutError
 }
 
-TEST_CASE("the result of withTimeout is awaited once; an empty Future is refused at the co_await", "[timeout][future]") {
+TEST_CASE("the result of withTimeout is awaited once; an empty Future is refused at the co_await",
+          "[timeout][future]") {
   ThreadPoolExecutor pool({.name = "fo", .corePoolSize = 1, .maximumPoolSize = 1});
   Future<int> value = pool.submit([] { return 1; });
   const bool twice = syncWait([&]() -> Task<bool> {
