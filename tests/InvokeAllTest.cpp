@@ -52,6 +52,17 @@ using namespace std::chrono_literals;
 
 namespace {
 
+/// The set-up of the timeout tests: a `driver` pool (one thread) for the
+/// awaiting coroutine and a `pool` of two threads on `clock`, a ManualClock;
+/// `children.release` opens before the pools go.
+struct ManualClockSetup {
+  Children children;
+  ManualClock clock;
+  ThreadPoolExecutor driver{taggedPool("driver", 1, 1, WorkQueue::bounded(8))};
+  ThreadPoolExecutor pool{manualClockPool("inv", clock)};
+  OpenOnExit guard{children.release};
+};
+
 using IntTasks = std::vector<std::function<int()>>;
 
 Task<std::vector<int>> invokeAllOf(ThreadPoolExecutor& pool, IntTasks& tasks) {
@@ -225,15 +236,10 @@ TEST_CASE("invokeAll resumes the awaiting coroutine on the executor it was runni
   CHECK(where.get() == "driver");
 }
 
-TEST_CASE(
-    "invokeAll with a timeout throws TimeoutError right after the deadline on a ManualClock, once the "
-    "cancelled tasks have settled",
-    "[invokeAll][timeout]") {
-  Children children;
-  ManualClock clock;
-  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
-  ThreadPoolExecutor pool(manualClockPool("inv", clock));
-  OpenOnExit guard(children.release);
+TEST_CASE_METHOD(ManualClockSetup,
+                 "invokeAll with a timeout throws TimeoutError right after the deadline on a ManualClock, once the "
+                 "cancelled tasks have settled",
+                 "[invokeAll][timeout]") {
   std::vector<std::function<int(CancellationToken)>> tasks(2, children.cooperative());
   tasks.push_back([](CancellationToken) { return 7; });  // finishes before the deadline
   Future<std::string> outer = driver.submit([&]() -> Task<std::string> {
@@ -290,12 +296,8 @@ TEST_CASE(
   CHECK(outer.get());
 }
 
-TEST_CASE("an uncooperative task delays invokeAll's TimeoutError until it returns", "[invokeAll][timeout]") {
-  Children children;
-  ManualClock clock;
-  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
-  ThreadPoolExecutor pool(manualClockPool("inv", clock));
-  OpenOnExit guard(children.release);
+TEST_CASE_METHOD(ManualClockSetup, "an uncooperative task delays invokeAll's TimeoutError until it returns",
+                 "[invokeAll][timeout]") {
   IntTasks tasks{children.uncooperative(1)};
   Future<bool> outer = driver.submit([&]() -> Task<bool> {
     auto awaitable = pool.invokeAll(tasks, 10ms);
@@ -522,13 +524,8 @@ TEST_CASE("invokeAny throws AllFailed with every task's exception in input order
   }
 }
 
-TEST_CASE("invokeAny with a timeout throws TimeoutError once the cancelled tasks have settled",
-          "[invokeAny][timeout]") {
-  Children children;
-  ManualClock clock;
-  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
-  ThreadPoolExecutor pool(manualClockPool("inv", clock));
-  OpenOnExit guard(children.release);
+TEST_CASE_METHOD(ManualClockSetup, "invokeAny with a timeout throws TimeoutError once the cancelled tasks have settled",
+                 "[invokeAny][timeout]") {
   std::vector<std::function<int(CancellationToken)>> tasks(2, children.cooperative());
   Future<bool> outer = driver.submit([&]() -> Task<bool> {
     auto awaitable = pool.invokeAny(tasks, 5s);
