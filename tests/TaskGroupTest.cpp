@@ -197,6 +197,33 @@ TEST_CASE(
   CHECK_FALSE(reachedEnd.load());
 }
 
+TEST_CASE("children spawned from a running task are cancelled with it before it reaches join()",
+          "[taskGroup][cancel]") {
+  // spawn() links each child to the running task, as submit() does: the
+  // cancellation reaches them while the task still runs (here it blocks on
+  // a gate before its join()), not only once it awaits join().
+  Children children;
+  Gate beforeJoin;
+  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
+  ThreadPoolExecutor pool(taggedPool("group", 2, 2, WorkQueue::bounded(64)));
+  OpenOnExit guard(children.release);
+  OpenOnExit guardJoin(beforeJoin);
+  Future<void> outer = driver.submit([&]() -> Task<void> {
+    TaskGroup group(pool);
+    (void)group.spawn(children.cooperative());
+    (void)group.spawn(children.cooperative());
+    beforeJoin.wait();  // still running: no join() yet
+    co_await group.join();
+  });
+  REQUIRE(children.started.waitFor(2));
+  CHECK(outer.cancel());
+  REQUIRE(children.cancelled.waitFor(2));  // while the task is held before its join()
+  CHECK_FALSE(outer.isDone());
+  children.release.open();
+  beforeJoin.open();
+  CHECK(throwsA<OperationCancelled>([&] { outer.get(); }));  // cancelled while it ran
+}
+
 TEST_CASE(
     "a group destroyed with children running and without join cancels them, blocks until they settle and "
     "reports the misuse",
