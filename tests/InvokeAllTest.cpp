@@ -332,7 +332,8 @@ TEST_CASE("invokeAll and invokeAny with a zero timeout start nothing and throw T
   CHECK(pool.stats().taskCount == 0);
 }
 
-TEST_CASE("invokeAll after shutdown throws RejectedExecution and starts nothing", "[invokeAll][shutdown]") {
+TEST_CASE("invokeAll after shutdown throws RejectedExecution, starts nothing and counts the tasks it refused",
+          "[invokeAll][shutdown]") {
   std::atomic<int> ran{0};
   const auto policy = GENERATE(as<std::string>{}, "abort", "discard", "callerRuns");
   RejectionPolicy rejection = policy == "abort"     ? RejectionPolicy::abort()
@@ -345,7 +346,9 @@ TEST_CASE("invokeAll after shutdown throws RejectedExecution and starts nothing"
   CHECK(throwsA<RejectedExecution>([&] { syncWait(invokeAllOf(pool, tasks)); }));
   CHECK(throwsA<RejectedExecution>([&] { syncWait(invokeAnyOf(pool, tasks)); }));
   CHECK(ran.load() == 0);
-  CHECK(pool.stats().taskCount == 0);
+  const coexec::PoolStats stats = pool.stats();
+  CHECK(stats.taskCount == 0);
+  CHECK(stats.rejectedCount == 10);  // each refused task counts, whatever the policy
 }
 
 TEST_CASE("admission refusing a task midway cancels and awaits the tasks already started, then rethrows",

@@ -299,6 +299,7 @@ TEST_CASE("spawn after shutdown throws RejectedExecution and leaves the group as
   };
   CHECK(syncWait(run()));
   CHECK(ran.load() == 0);
+  CHECK(pool.stats().rejectedCount == 1);  // the refused child counts, whatever the policy
 }
 
 TEST_CASE("a TaskGroup inside an invokeAll child", "[taskGroup][compose]") {

@@ -67,7 +67,9 @@ struct PoolStats {
   std::size_t localQueueSize = 0;        ///< tasks submitted from the pool's own threads, waiting in their
                                          ///< local queues (bounded(n) counts them against its capacity)
   std::size_t queueCapacity = 0;         ///< 0 for synchronous(); SIZE_MAX for unbounded()
-  std::uint64_t rejectedCount = 0;       ///< tasks that reached the rejection policy
+  std::uint64_t rejectedCount = 0;       ///< tasks that reached the rejection policy, and tasks refused after
+                                         ///< shutdown whatever the policy (schedule*, invokeAll / invokeAny,
+                                         ///< TaskGroup::spawn)
   std::uint64_t failedCount = 0;         ///< admitted tasks that threw (or whose beforeExecute threw)
   std::uint64_t cancelledCount = 0;      ///< admitted tasks cancelled while queued, or that ended by throwing
                                          ///< OperationCancelled (a task cancelled while running that returns

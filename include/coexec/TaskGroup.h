@@ -303,7 +303,7 @@ auto TaskGroup::spawn(F&& f) {
   static_assert(!std::is_reference_v<R>, "coexec: TaskGroup::spawn of a task returning a reference is not supported");
   using detail::CombinatorAccess;
   PendingTask task = CombinatorAccess::makeTask(std::forward<F>(f), "TaskGroup::spawn");
-  CombinatorAccess::throwIfShutdown(state_->pool(), "TaskGroup::spawn");  // whatever the policy: nothing starts
+  CombinatorAccess::throwIfShutdown(state_->pool(), "TaskGroup::spawn", 1);  // whatever the policy: nothing starts
   auto forwarded = detail::Ref<detail::ForwardedResult<R>>::adopt(new detail::ForwardedResult<R>());
   forwarded->owner = CombinatorAccess::identity(state_->pool());  // get() on a pool thread is checked as for submit()
   auto child = detail::Ref<detail::GroupChild<R>>::adopt(

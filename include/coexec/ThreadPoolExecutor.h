@@ -538,8 +538,9 @@ class COEXEC_EXPORT ThreadPoolExecutor {
     using Fn = std::decay_t<F>;
     static_assert(std::is_invocable_v<Fn&> || std::is_invocable_v<Fn&, CancellationToken>,
                   "coexec: a periodic task must be callable as f() or f(CancellationToken)");
-    static_assert(!detail::IsTask<Fn>::value && !detail::IsTask<detail::CallableResult<Fn>>::value,
-                  "coexec: a periodic task must be a plain callable, not a coroutine (from it, submit() the coroutine)");
+    static_assert(
+        !detail::IsTask<Fn>::value && !detail::IsTask<detail::CallableResult<Fn>>::value,
+        "coexec: a periodic task must be a plain callable, not a coroutine (from it, submit() the coroutine)");
     if (detail::isEmptyCallable(f)) throwEmptyCallable(operation);
     return std::make_unique<detail::PeriodicBodyOf<Fn>>(Fn(std::forward<F>(f)));
   }
@@ -591,9 +592,10 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   }
   /// The timer service of this pool, on its clock. Never blocks.
   detail::TimerService& timerService() noexcept;
-  /// \throws RejectedExecution (counted nowhere: no task was handed over) if
-  /// the pool is shut down, naming `operation`. Never blocks otherwise.
-  void throwIfShutdown(const char* operation) const;
+  /// \throws RejectedExecution if the pool is shut down, naming `operation`;
+  /// the `tasks` it refuses count in `rejectedCount` (as a `schedule*` after
+  /// shutdown does), whatever the policy. Takes the pool's lock only then.
+  void throwIfShutdown(const char* operation, std::size_t tasks);
   /// Hands `error` to the uncaught-exception handler (or prints it), on the
   /// calling thread. Never throws.
   void reportUncaught(const std::exception_ptr& error) noexcept;

@@ -23,12 +23,15 @@ void ThreadPoolExecutor::reportUncaught(const std::exception_ptr& error) noexcep
   impl_->reportUncaught(error, TaskInfo{impl_->name_, thread, false, 0});
 }
 
-void ThreadPoolExecutor::throwIfShutdown(const char* operation) const {
+void ThreadPoolExecutor::throwIfShutdown(const char* operation, std::size_t tasks) {
   // acquire: a shutdown that happened before is seen; one racing with the
   // caller's submissions is left to admission, which refuses them.
   if (impl_->stateMirror_.load(std::memory_order_acquire) == PoolState::running) return;
+  detail::PoolImpl& p = *impl_;
+  std::lock_guard lock(p.mutex_);
+  p.rejected_ += tasks;  // in the same snapshot as the refusal
   throw RejectedExecution(
-      fmt::format("{}: the pool is shut down and accepts no new tasks (none was started)", operation), stats());
+      fmt::format("{}: the pool is shut down and accepts no new tasks (none was started)", operation), p.statsLocked());
 }
 
 const void* ThreadPoolExecutor::identity() const noexcept { return impl_.get(); }

@@ -8,6 +8,7 @@
 //
 // Included at the end of ThreadPoolExecutor.h (include that one).
 
+#include <cstddef>
 #include <exception>
 #include <utility>
 
@@ -48,9 +49,10 @@ struct CombinatorAccess {
     return ThreadPoolExecutor::futureOf<R>(std::move(core));
   }
 
-  /// \throws RejectedExecution if `pool` is shut down (nothing is started).
-  static void throwIfShutdown(const ThreadPoolExecutor& pool, const char* operation) {
-    pool.throwIfShutdown(operation);
+  /// \throws RejectedExecution if `pool` is shut down (nothing is started;
+  /// the `tasks` refused count in rejectedCount).
+  static void throwIfShutdown(ThreadPoolExecutor& pool, const char* operation, std::size_t tasks) {
+    pool.throwIfShutdown(operation, tasks);
   }
   static TimerService& timerService(ThreadPoolExecutor& pool) noexcept { return pool.timerService(); }
   static void reportUncaught(ThreadPoolExecutor& pool, const std::exception_ptr& error) noexcept {

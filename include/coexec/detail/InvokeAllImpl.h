@@ -207,7 +207,7 @@ class [[nodiscard]] InvokeAwaitable final : private FanIn {
       deadline = saturatedAdd(pool_->clock().now(), *timeout_);
     }
     try {
-      CombinatorAccess::throwIfShutdown(*pool_, operation());  // whatever the policy: nothing starts
+      CombinatorAccess::throwIfShutdown(*pool_, operation(), slots_.size());  // whatever the policy: nothing starts
     } catch (...) {
       invalid_ = std::current_exception();
       outcome_ = Outcome::invalid;
