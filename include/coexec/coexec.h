@@ -7,6 +7,7 @@
 #include "coexec/Clock.h"
 #include "coexec/CurrentToken.h"
 #include "coexec/Errors.h"
+#include "coexec/Executors.h"
 #include "coexec/Future.h"
 #include "coexec/PendingTask.h"
 #include "coexec/PeriodicHandle.h"
