@@ -597,8 +597,9 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// shutdown does), whatever the policy. Takes the pool's lock only then.
   void throwIfShutdown(const char* operation, std::size_t tasks);
   /// Hands `error` to the uncaught-exception handler (or prints it), on the
-  /// calling thread. Never throws.
-  void reportUncaught(const std::exception_ptr& error) noexcept;
+  /// calling thread; `unobserved`: a failure nobody read (TaskInfo::unobserved,
+  /// dropped when reportUnobservedFailures is off). Never throws.
+  void reportUncaught(const std::exception_ptr& error, bool unobserved = false) noexcept;
   /// The identity of this pool (as TaskCore::owner records it).
   [[nodiscard]] const void* identity() const noexcept;
 

@@ -18,6 +18,7 @@
 #include "scheduler/WorkStealingDeque.h"
 #include "scheduler/TaskQueue.h"
 #include "scheduler/TimerService.h"
+#include "pool/UncaughtSink.h"
 #include "coexec/PendingTask.h"
 #include "coexec/PoolStats.h"
 #include "coexec/ThreadPoolOptions.h"
@@ -249,7 +250,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   const RejectionPolicy policy_;
   const ThreadFactory factory_;
   const Hooks hooks_;
-  const UncaughtExceptionHandler uncaughtHandler_;
+  // The uncaught-exception handler, shared with the armed reports of
+  // unobserved failures (which may outlive the pool).
+  const Ref<UncaughtSink> sink_;
 
   alignas(64) mutable std::mutex mutex_;
   std::condition_variable roomAvailable_;  // block() producers; notified when a worker takes a task

@@ -120,7 +120,11 @@ void PoolImpl::execute(Worker& worker, Work work) {
       } catch (...) {
         const std::exception_ptr error = std::current_exception();
         task->failRunning(error);
-        if (!task->hasFuture()) reportUncaught(error, info);
+        if (!task->hasFuture()) {
+          reportUncaught(error, info);
+        } else {
+          sink_->armIfUnread(*task, worker.name);
+        }
         started = false;
         addOwn<std::uint64_t>(counters.failed, 1, std::memory_order_release);
       }
@@ -156,7 +160,11 @@ RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
     } catch (...) {
       const std::exception_ptr error = std::current_exception();
       task.failRunning(error);
-      if (!task.hasFuture()) reportUncaught(error, info);
+      if (!task.hasFuture()) {
+        reportUncaught(error, info);
+      } else if (task.countsInStats) {
+        sink_->armIfUnread(task, worker.name);
+      }
       if (!task.countsInStats) periodicRunNotStarted(static_cast<PeriodicRun&>(task).state(), error);
       return {Outcome::failed, error};
     }
@@ -169,8 +177,16 @@ RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
       printDropped("the afterExecute hook", name_, worker.name, std::current_exception());
     }
   }
-  // A periodic run reports its own error, before its schedule ends.
-  if (result.outcome == Outcome::failed && !task.hasFuture() && task.countsInStats) reportUncaught(result.error, info);
+  // A periodic run reports its own error, before its schedule ends. A
+  // submitted task's failure is the Future's: reported only if nobody reads
+  // it (armed here, reported when the task's last reference goes).
+  if (result.outcome == Outcome::failed && task.countsInStats) {
+    if (!task.hasFuture()) {
+      reportUncaught(result.error, info);
+    } else {
+      sink_->armIfUnread(task, worker.name);
+    }
+  }
   return result;
 }
 

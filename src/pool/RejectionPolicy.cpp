@@ -7,6 +7,7 @@
 
 #include "coexec/PendingTask.h"
 #include "coexec/ThreadPoolExecutor.h"
+#include "pool/PoolImpl.h"
 
 namespace coexec {
 
@@ -62,8 +63,14 @@ void RejectionPolicy::operator()(PendingTask& task, ThreadPoolExecutor& pool) co
     case Kind::callerRuns:
       if (pool.isShutdown()) {
         refuse(/*throwIfNoFuture=*/true);
-      } else {
+      } else if (!task.hasFuture() || task.core_->isCoroutine()) {
         task.run();
+      } else {
+        // A failure nobody reads is reported as on a pool thread (a caller-run
+        // coroutine may finish anywhere: not watched).
+        const detail::Ref<detail::TaskCore> core = task.core_;
+        task.run();
+        if (core->failedOnItsOwn()) pool.impl_->sink_->armIfUnread(*core, "(caller)");
       }
       return;
     case Kind::discard: refuse(/*throwIfNoFuture=*/false); return;

@@ -95,6 +95,16 @@ TaskCore::TaskCore(bool hasFuture, bool wantsToken, int priority)
 }
 
 TaskCore::~TaskCore() {
+  // The last reference is gone: a failure armed for reporting that nobody
+  // consumed, and that no cancellation superseded, is reported now (relaxed:
+  // the releases of the other references happened before, see
+  // RefCounted::release()).
+  if (unobservedReport_ != nullptr) {
+    if ((state_.load(std::memory_order_relaxed) & (kConsumed | kCancelled)) == 0 && error_) {
+      unobservedReport_->report(error_);
+    }
+    delete unobservedReport_;
+  }
   // A task that settled has released its links; one destroyed unsettled
   // (never admitted) may still hold its token link, whose callback cannot
   // be running: the callback holds a reference.
@@ -482,6 +492,11 @@ std::exception_ptr TaskCore::consume() {
     if (state_.compare_exchange_weak(s, s | kConsumed, std::memory_order_acq_rel, std::memory_order_acquire)) break;
   }
   return error_;
+}
+
+bool TaskCore::failedOnItsOwn() const noexcept {
+  const std::uint32_t s = state_.load(std::memory_order_acquire);
+  return stageOf(s) == kDone && (s & kCancelled) == 0 && error_ && !isOperationCancelled(error_);
 }
 
 bool TaskCore::setContinuation(Continuation fn, void* arg) {

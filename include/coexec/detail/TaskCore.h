@@ -59,6 +59,18 @@ class QueuedCancelListener : public RefCounted {
 
 class TokenLink;
 
+/// Tells whoever cares about a task's failure that nobody read it (the pool
+/// that ran the task: its uncaught-exception handler). Owned by the task it
+/// is armed on (TaskCore::armUnobservedReport()), destroyed with it.
+class UnobservedFailureReport {
+ public:
+  virtual ~UnobservedFailureReport() = default;
+  /// Called at most once, from the destructor of the task, on the thread
+  /// that drops its last reference, outside any lock of the task's. Must not
+  /// throw.
+  virtual void report(const std::exception_ptr& error) noexcept = 0;
+};
+
 /// The state shared by a PendingTask (the runnable side), its Future (the
 /// result side) and the pool. One allocation holds the callable, the result
 /// and the synchronisation.
@@ -192,6 +204,24 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// Registers `fn(arg)` to run when the task is done. Returns false (and
   /// registers nothing) if it is already done. At most one continuation.
   bool setContinuation(Continuation fn, void* arg);
+  /// True once the result has been consumed (consume(): get(), co_await, a
+  /// combinator taking it).
+  [[nodiscard]] bool isConsumed() const noexcept { return (state_.load(std::memory_order_acquire) & kConsumed) != 0; }
+
+  /// True if the task has settled with an exception its body threw, other
+  /// than OperationCancelled, and was not cancelled: what a pool thread
+  /// counts as failed. For the thread that ran it.
+  [[nodiscard]] bool failedOnItsOwn() const noexcept;
+  /// Arms the report of a failure nobody reads: when the task is destroyed
+  /// (its last reference dropped, on that thread) and its result was never
+  /// consumed, `report->report(error)` runs once, unless the task was
+  /// cancelled. Takes ownership of `report`. Precondition: the task has
+  /// settled with an error of its own (its body, or a hook before it,
+  /// threw), the caller holds a reference, and nothing was armed before.
+  /// Called only on a failure: a task that succeeds pays nothing.
+  void armUnobservedReport(UnobservedFailureReport* report) noexcept {
+    unobservedReport_ = report;  // read only by the destructor, after every reference's release
+  }
 
  protected:
   /// Runs the callable and stores its value. Throws what the callable throws.
@@ -332,6 +362,9 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   // identity for isChildOf(), cleared when it leaves the list).
   TaskCore* nextSibling_ = nullptr;
   std::atomic<TaskCore*> parent_{nullptr};
+  // Set by armUnobservedReport() on a failure only; owned; used and deleted
+  // by the destructor.
+  UnobservedFailureReport* unobservedReport_ = nullptr;
 
  public:
   /// The pool that admitted the task (an identity, see currentPoolIdentity());
