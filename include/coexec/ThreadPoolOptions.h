@@ -21,6 +21,9 @@ struct TaskInfo {
   std::string_view threadName;  ///< "<name>-<n>", n counting from 1 (not truncated)
   bool hasFuture = false;       ///< true for submit(), false for execute()
   int priority = 0;             ///< the priority the task was submitted with
+  /// The task's name (TaskOptions::name); empty for an unnamed task. Valid
+  /// until the process exits.
+  std::string_view taskName{};
   /// True only in a report of the uncaught-exception handler for a failure
   /// nobody read: a submitted task failed and its result was never consumed
   /// (see ThreadPoolOptions::reportUnobservedFailures). `threadName` is then

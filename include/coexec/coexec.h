@@ -19,6 +19,8 @@
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
 #include "coexec/TaskGroup.h"
+#include "coexec/TaskOptions.h"
+#include "coexec/ThreadDump.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/ThreadPoolOptions.h"
 #include "coexec/WhenAll.h"

@@ -93,7 +93,7 @@ void PoolImpl::postYield(std::coroutine_handle<> handle) noexcept {
 
 void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexcept {
   const TaskInfo info{name_, tlsWorkerName ? std::string_view(*tlsWorkerName) : std::string_view("(outside the pool)"),
-                      task.hasFuture(), task.priority()};
+                      task.hasFuture(), task.priority(), task.name()};
   if (hooks_.afterExecute) {
     try {
       hooks_.afterExecute(info, result.error);

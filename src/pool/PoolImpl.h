@@ -21,6 +21,7 @@
 #include "pool/UncaughtSink.h"
 #include "coexec/PendingTask.h"
 #include "coexec/PoolStats.h"
+#include "coexec/ThreadDump.h"
 #include "coexec/ThreadPoolOptions.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/Scheduler.h"
@@ -95,6 +96,12 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     std::atomic<std::uint64_t> failed{0};
     std::atomic<std::uint64_t> cancelled{0};
     std::atomic<std::size_t> active{0};  // running a task or a continuation
+    // Not counters: the task a worker runs now, for dumpThreads(), on the
+    // line the worker writes for every task anyway. Written by the worker
+    // alone (relaxed stores: a dump reads them as hints, and rechecks
+    // runningSince around runningName); unused in outside_.
+    std::atomic<std::int64_t> runningSince{0};  // coarseNowNanos() when the task started; 0: no task
+    std::atomic<std::uint32_t> runningName{0};  // that task's name index (TaskCore::nameId())
   };
 
   struct Worker {
@@ -172,6 +179,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   void tryTerminateLocked(std::unique_lock<std::mutex>& lock);
   // Requires: mutex_ held.
   PoolStats statsLocked() const;
+  // Requires: mutex_ held. dumpThreads() (ThreadDump.cpp).
+  ThreadDump dumpLocked() const;
   // Requires: mutex_ held. Wakes the most recently idle worker; false if none.
   bool wakeOneLocked();
   // Requires: mutex_ held. Wakes every idle worker (shutdown, configuration).
@@ -382,6 +391,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   std::uint64_t discarded_ = 0;
   std::uint64_t drained_ = 0;
   std::uint64_t rejected_ = 0;
+  // Threads of RejectionPolicy::newThreadRuns() alive now (see
+  // TemporaryThreads.cpp); the pool does not terminate while any is.
+  std::size_t temporaryThreads_ = 0;
 
   // ---- timers (PoolTimers.cpp) ----------------------------------------------
   Clock& clock_;

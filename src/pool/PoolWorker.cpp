@@ -28,6 +28,7 @@
 #include "coexec/detail/Time.h"
 #include "pool/PoolImpl.h"
 #include "pool/PoolTimers.h"
+#include "scheduler/CoarseClock.h"
 #include "scheduler/SpinWait.h"
 
 namespace coexec::detail {
@@ -53,9 +54,8 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
     Work work;
     if (void* next = worker->nextContinuation.exchange(nullptr, std::memory_order_acquire)) {
       work.continuation = std::coroutine_handle<>::from_address(next);
-    } else if (std::coroutine_handle<> yielded;
-               worker->yieldCount.load(std::memory_order_relaxed) > 0 &&
-               (yielded = takeYield(*worker, /*force=*/false))) {
+    } else if (std::coroutine_handle<> yielded; worker->yieldCount.load(std::memory_order_relaxed) > 0 &&
+                                                (yielded = takeYield(*worker, /*force=*/false))) {
       work = Work{{}, yielded, false, true};
     } else {
       work = popLocal(*worker);
@@ -74,8 +74,7 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
     }
     // Counts toward the yields waiting behind the work that was queued.
     if (!work.yield && worker->yieldCount.load(std::memory_order_relaxed) > 0) {
-      worker->ranSinceYield.store(worker->ranSinceYield.load(std::memory_order_relaxed) + 1,
-                                  std::memory_order_relaxed);
+      worker->ranSinceYield.store(worker->ranSinceYield.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
     execute(*worker, std::move(work));
   }
@@ -94,6 +93,9 @@ void PoolImpl::execute(Worker& worker, Work work) {
     return;
   }
   Ref<TaskCore> task = std::move(work.task);
+  // For dumpThreads(): which task runs, since when (a coarse clock: a few ns).
+  counters.runningName.store(task->nameId(), std::memory_order_relaxed);
+  counters.runningSince.store(coarseNowNanos(), std::memory_order_relaxed);
   // Only a task with a token can observe shutdownNow(): track just those.
   const bool tracked = task->hasToken();
   if (tracked) {
@@ -112,7 +114,7 @@ void PoolImpl::execute(Worker& worker, Work work) {
   if (!task->tryStart()) {  // cancelled while queued
     addOwn<std::uint64_t>(counters.cancelled, 1, std::memory_order_release);
   } else if (task->isCoroutine()) {
-    const TaskInfo info{name_, worker.name, task->hasFuture(), task->priority()};
+    const TaskInfo info{name_, worker.name, task->hasFuture(), task->priority(), task->name()};
     bool started = true;
     if (hooks_.beforeExecute) {
       try {
@@ -149,11 +151,12 @@ void PoolImpl::execute(Worker& worker, Work work) {
     worker.current = Ref<TaskCore>();
   }
   task = Ref<TaskCore>();  // user captures are destroyed here, outside every lock
+  counters.runningSince.store(0, std::memory_order_relaxed);
   addOwn<std::size_t>(counters.active, -1, std::memory_order_relaxed);
 }
 
 RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
-  const TaskInfo info{name_, worker.name, task.hasFuture(), task.priority()};
+  const TaskInfo info{name_, worker.name, task.hasFuture(), task.priority(), task.name()};
   if (hooks_.beforeExecute) {
     try {
       hooks_.beforeExecute(info);

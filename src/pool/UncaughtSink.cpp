@@ -19,10 +19,10 @@ namespace {
 class PoolUnobservedReport final : public UnobservedFailureReport {
  public:
   PoolUnobservedReport(UncaughtSink& sink, std::string_view threadName, const TaskCore& task)
-      : sink_(addRefTo(sink)), threadName_(threadName), priority_(task.priority()) {}
+      : sink_(addRefTo(sink)), threadName_(threadName), priority_(task.priority()), nameId_(task.nameId()) {}
 
   void report(const std::exception_ptr& error) noexcept override {
-    TaskInfo info{sink_->poolName(), threadName_, true, priority_};
+    TaskInfo info{sink_->poolName(), threadName_, true, priority_, taskNameAt(nameId_)};
     info.unobserved = true;
     sink_->report(error, info);
   }
@@ -36,6 +36,7 @@ class PoolUnobservedReport final : public UnobservedFailureReport {
   Ref<UncaughtSink> sink_;
   std::string threadName_;
   int priority_;
+  std::uint32_t nameId_;
 };
 
 }  // namespace
