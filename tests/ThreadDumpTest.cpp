@@ -223,7 +223,9 @@ TEST_CASE("the table of task names keeps kMaxTaskNames names, then names new one
   Gate first;
   Gate second;
   Counter started;
-  ThreadPoolExecutor pool(dumpPool(1));
+  ThreadPoolOptions options = dumpPool(1);
+  options.workQueue = WorkQueue::unbounded();  // room for every named task below
+  ThreadPoolExecutor pool(std::move(options));
   std::string lastName;
   for (unsigned i = 0; i <= TaskOptions::kMaxTaskNames; ++i) {
     lastName = fmt::format("overflow-{}", i);

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "scheduler/CoarseClock.h"
 #include "scheduler/MpmcRing.h"
 #include "scheduler/RingBuffer.h"
 #include "scheduler/WorkStealingDeque.h"
@@ -22,6 +23,7 @@
 #include "coexec/PendingTask.h"
 #include "coexec/PoolStats.h"
 #include "coexec/ThreadDump.h"
+#include "coexec/TaskOptions.h"
 #include "coexec/ThreadPoolOptions.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/Scheduler.h"
@@ -96,13 +98,20 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     std::atomic<std::uint64_t> failed{0};
     std::atomic<std::uint64_t> cancelled{0};
     std::atomic<std::size_t> active{0};  // running a task or a continuation
-    // Not counters: the task a worker runs now, for dumpThreads(), on the
-    // line the worker writes for every task anyway. Written by the worker
-    // alone (relaxed stores: a dump reads them as hints, and rechecks
-    // runningSince around runningName); unused in outside_.
-    std::atomic<std::int64_t> runningSince{0};  // coarseNowNanos() when the task started; 0: no task
-    std::atomic<std::uint32_t> runningName{0};  // that task's name index (TaskCore::nameId())
+    // Not a counter: the task a worker runs now, for dumpThreads(), on the
+    // line the worker writes for every task anyway: one word, so that a
+    // task's start costs one store and a coarse clock read (see
+    // runningWord()). Written by the worker alone (relaxed: a dump reads it
+    // as a hint); unused in outside_.
+    std::atomic<std::uint64_t> running{0};  // 0: no task
   };
+  /// Counters::running for a task named `nameId` starting now: the coarse
+  /// clock's microseconds above the name's index.
+  static constexpr unsigned kRunningNameBits = 13;
+  static_assert(TaskOptions::kMaxTaskNames + 2 <= (1u << kRunningNameBits), "task name indexes fit the running word");
+  static std::uint64_t runningWord(std::uint32_t nameId) noexcept {
+    return (static_cast<std::uint64_t>(coarseNowNanos() / 1000) << kRunningNameBits) | nameId;
+  }
 
   struct Worker {
     Counters counters;

@@ -28,7 +28,6 @@
 #include "coexec/detail/Time.h"
 #include "pool/PoolImpl.h"
 #include "pool/PoolTimers.h"
-#include "scheduler/CoarseClock.h"
 #include "scheduler/SpinWait.h"
 
 namespace coexec::detail {
@@ -94,8 +93,7 @@ void PoolImpl::execute(Worker& worker, Work work) {
   }
   Ref<TaskCore> task = std::move(work.task);
   // For dumpThreads(): which task runs, since when (a coarse clock: a few ns).
-  counters.runningName.store(task->nameId(), std::memory_order_relaxed);
-  counters.runningSince.store(coarseNowNanos(), std::memory_order_relaxed);
+  counters.running.store(runningWord(task->nameId()), std::memory_order_relaxed);
   // Only a task with a token can observe shutdownNow(): track just those.
   const bool tracked = task->hasToken();
   if (tracked) {
@@ -151,7 +149,7 @@ void PoolImpl::execute(Worker& worker, Work work) {
     worker.current = Ref<TaskCore>();
   }
   task = Ref<TaskCore>();  // user captures are destroyed here, outside every lock
-  counters.runningSince.store(0, std::memory_order_relaxed);
+  counters.running.store(0, std::memory_order_relaxed);
   addOwn<std::size_t>(counters.active, -1, std::memory_order_relaxed);
 }
 

@@ -38,19 +38,12 @@ ThreadDump PoolImpl::dumpLocked() const {
     WorkerDump entry;
     entry.name = worker.name;
     entry.localQueueSize = worker.local.sizeAtOneInstant();
-    // The task's start, its name, and the start again: a worker that moved
-    // on to another task meanwhile is read again (a few times at most).
-    std::int64_t since = 0;
-    std::uint32_t nameId = 0;
-    for (int attempt = 0; attempt < 4; ++attempt) {
-      since = worker.counters.runningSince.load(std::memory_order_relaxed);
-      nameId = worker.counters.runningName.load(std::memory_order_relaxed);
-      if (worker.counters.runningSince.load(std::memory_order_relaxed) == since) break;
-    }
-    if (since != 0) {
+    if (const std::uint64_t running = worker.counters.running.load(std::memory_order_relaxed); running != 0) {
+      const auto startedMicros = static_cast<std::int64_t>(running >> kRunningNameBits);
+      const auto nameId = static_cast<std::uint32_t>(running & ((1u << kRunningNameBits) - 1));
       entry.state = WorkerState::running;
       entry.runningTask = true;
-      entry.taskAge = std::chrono::nanoseconds(std::max<std::int64_t>(0, coarseNowNanos() - since));
+      entry.taskAge = std::chrono::microseconds(std::max<std::int64_t>(0, coarseNowNanos() / 1000 - startedMicros));
       entry.taskName = std::string(taskNameAt(nameId));
     } else if (worker.counters.active.load(std::memory_order_relaxed) > 0) {
       entry.state = WorkerState::running;  // a coroutine resuming here
