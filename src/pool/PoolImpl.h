@@ -36,6 +36,7 @@ class ThreadPoolExecutor;
 namespace coexec::detail {
 
 class ScheduledItem;
+struct TemporaryJob;
 class OneShotTimer;
 class PeriodicState;
 class PeriodicRun;
@@ -258,6 +259,13 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   }
   void reportFactoryErrorsSlow(const FactoryErrors& errors);
   void reportUncaught(const std::exception_ptr& error, const TaskInfo& info) noexcept;
+  /// RejectionPolicy::newThreadRuns(): runs `task` on a new temporary thread
+  /// (taking it) and returns true, or leaves it and returns false when the
+  /// pool is not running, `maxThreads` temporary threads are alive, or no
+  /// thread can be started. Takes mutex_ (not held by the caller).
+  bool runOnTemporaryThread(PendingTask& task, std::size_t maxThreads);
+  /// The body of a temporary thread (TemporaryThreads.cpp).
+  void runTemporary(std::unique_ptr<TemporaryJob> job) noexcept;
   /// Starts up to `count` threads for queued work (core resize); after unlock,
   /// reports factory errors.
   std::size_t startWorkers(std::size_t count, bool onlyForQueuedWork);
@@ -403,6 +411,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // Threads of RejectionPolicy::newThreadRuns() alive now (see
   // TemporaryThreads.cpp); the pool does not terminate while any is.
   std::size_t temporaryThreads_ = 0;
+  std::size_t temporaryThreadsStarted_ = 0;  // names them "<name>-tmp-<k>"
+  std::uint64_t temporaryThreadRuns_ = 0;    // PoolStats::temporaryThreadRuns
 
   // ---- timers (PoolTimers.cpp) ----------------------------------------------
   Clock& clock_;

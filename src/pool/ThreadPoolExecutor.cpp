@@ -30,7 +30,6 @@ namespace {
 
 thread_local Scheduler* tlsScheduler = nullptr;
 
-
 std::string describe(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
@@ -110,8 +109,8 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
       policy_(std::move(options.rejectionPolicy)),
       factory_(std::move(options.threadFactory)),
       hooks_(std::move(options.hooks)),
-      sink_(Ref<UncaughtSink>::adopt(new UncaughtSink(name_, std::move(options.uncaughtExceptionHandler),
-                                                      options.reportUnobservedFailures))),
+      sink_(Ref<UncaughtSink>::adopt(
+          new UncaughtSink(name_, std::move(options.uncaughtExceptionHandler), options.reportUnobservedFailures))),
       localQueues_(options.workQueue.kind() == WorkQueue::Kind::bounded ||
                    options.workQueue.kind() == WorkQueue::Kind::unbounded),
       bounded_(options.workQueue.kind() == WorkQueue::Kind::bounded),
@@ -165,6 +164,7 @@ PoolStats PoolImpl::statsLocked() const {
   s.discardedCount = discarded_;
   s.drainedCount = drained_;
   s.scheduledCount = armedCount_;
+  s.temporaryThreadRuns = temporaryThreadRuns_;
   return s;
 }
 
