@@ -15,6 +15,7 @@
 #include "coexec/RejectionPolicy.h"
 #include "coexec/ResumeOn.h"
 #include "coexec/ScheduledFuture.h"
+#include "coexec/Sizing.h"
 #include "coexec/Sleep.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
