@@ -112,9 +112,9 @@ void PoolImpl::execute(Worker& worker, Work work) {
   if (!task->tryStart()) {  // cancelled while queued
     addOwn<std::uint64_t>(counters.cancelled, 1, std::memory_order_release);
   } else if (task->isCoroutine()) {
-    const TaskInfo info{name_, worker.name, task->hasFuture(), task->priority(), task->name()};
     bool started = true;
     if (hooks_.beforeExecute) {
+      const TaskInfo info{name_, worker.name, task->hasFuture(), task->priority(), task->name()};
       try {
         hooks_.beforeExecute(info);
       } catch (...) {
@@ -154,15 +154,17 @@ void PoolImpl::execute(Worker& worker, Work work) {
 }
 
 RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
-  const TaskInfo info{name_, worker.name, task.hasFuture(), task.priority(), task.name()};
+  // Built only for a hook or a report: a task that succeeds on a pool
+  // without hooks reads none of it.
+  const auto info = [&] { return TaskInfo{name_, worker.name, task.hasFuture(), task.priority(), task.name()}; };
   if (hooks_.beforeExecute) {
     try {
-      hooks_.beforeExecute(info);
+      hooks_.beforeExecute(info());
     } catch (...) {
       const std::exception_ptr error = std::current_exception();
       task.failRunning(error);
       if (!task.hasFuture()) {
-        reportUncaught(error, info);
+        reportUncaught(error, info());
       } else if (task.countsInStats) {
         sink_->armIfUnread(task, worker.name);
       }
@@ -173,7 +175,7 @@ RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
   RunResult result = task.run();
   if (hooks_.afterExecute) {
     try {
-      hooks_.afterExecute(info, result.error);
+      hooks_.afterExecute(info(), result.error);
     } catch (...) {
       printDropped("the afterExecute hook", name_, worker.name, std::current_exception());
     }
@@ -183,7 +185,7 @@ RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
   // it (armed here, reported when the task's last reference goes).
   if (result.outcome == Outcome::failed && task.countsInStats) {
     if (!task.hasFuture()) {
-      reportUncaught(result.error, info);
+      reportUncaught(result.error, info());
     } else {
       sink_->armIfUnread(task, worker.name);
     }

@@ -39,11 +39,12 @@ ThreadDump PoolImpl::dumpLocked() const {
     entry.name = worker.name;
     entry.localQueueSize = worker.local.sizeAtOneInstant();
     if (const std::uint64_t running = worker.counters.running.load(std::memory_order_relaxed); running != 0) {
-      const auto startedMicros = static_cast<std::int64_t>(running >> kRunningNameBits);
+      const auto started = static_cast<std::int64_t>(running >> kRunningNameBits);  // in units of 1024 ns
       const auto nameId = static_cast<std::uint32_t>(running & ((1u << kRunningNameBits) - 1));
       entry.state = WorkerState::running;
       entry.runningTask = true;
-      entry.taskAge = std::chrono::microseconds(std::max<std::int64_t>(0, coarseNowNanos() / 1000 - startedMicros));
+      const std::int64_t units = std::max<std::int64_t>(0, (coarseNowNanos() >> kRunningTimeShift) - started);
+      entry.taskAge = std::chrono::nanoseconds(units << kRunningTimeShift);
       entry.taskName = std::string(taskNameAt(nameId));
     } else if (worker.counters.active.load(std::memory_order_relaxed) > 0) {
       entry.state = WorkerState::running;  // a coroutine resuming here
