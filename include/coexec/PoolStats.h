@@ -79,6 +79,8 @@ struct PoolStats {
   std::uint64_t drainedCount = 0;        ///< tasks returned unrun by shutdownNow()
   std::size_t scheduledCount = 0;        ///< timers pending: one-shot scheduled tasks not yet due (not in
                                          ///< taskCount until due) and periodic schedules waiting for their next run
+  std::uint64_t temporaryThreadRuns = 0; ///< rejected tasks that RejectionPolicy::newThreadRuns() ran on a
+                                         ///< temporary thread (also in rejectedCount, never in taskCount)
 };
 
 }  // namespace coexec
@@ -95,7 +97,9 @@ struct COEXEC_EXPORT fmt::formatter<coexec::PoolState> : fmt::formatter<std::str
 /// Formats a PoolStats on one line:
 /// `pool 'io' RUNNING: size 2 (core 1, max 2, largest 2), active 2, queued 1/1,
 /// tasks 7 (completed 3, failed 1, cancelled 0, discarded 0, drained 0),
-/// rejected 2, scheduled 3` (`, scheduled N` only while timers are pending).
+/// rejected 2, scheduled 3, temporary runs 4` (`, scheduled N` only while
+/// timers are pending, `, temporary runs N` only once newThreadRuns() has
+/// run a task).
 template <>
 struct COEXEC_EXPORT fmt::formatter<coexec::PoolStats> : fmt::formatter<std::string_view> {
   fmt::format_context::iterator format(const coexec::PoolStats& stats, fmt::format_context& ctx) const;

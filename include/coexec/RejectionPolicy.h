@@ -2,7 +2,9 @@
 
 #include <chrono>
 #include <concepts>
+#include <cstddef>
 #include <functional>
+#include <memory>
 #include <string_view>
 #include <type_traits>
 
@@ -12,6 +14,9 @@ namespace coexec {
 
 class PendingTask;
 class ThreadPoolExecutor;
+namespace detail {
+class RejectionReporter;
+}
 
 /// What a ThreadPoolExecutor does with a task it cannot admit: the pool is
 /// shut down, or its queue is full and it already has maximumPoolSize threads.
@@ -23,6 +28,8 @@ class ThreadPoolExecutor;
 /// | `discard()`       | drops it; Future: RejectedExecution    | same                            |
 /// | `discardOldest()` | evicts the oldest queued task (its Future: RejectedExecution), retries | as discard() |
 /// | `block(t)`        | the submitting thread waits up to t for room (woken as soon as a task leaves the shared or a local queue), then aborts | throws RejectedExecution |
+/// | `abortWithReport(sink)` | as abort(), after writing a diagnostic report (at most one per interval) to `sink` | same |
+/// | `newThreadRuns(n)` | runs the task on a temporary thread, at most n alive at once; beyond, as abort() | throws RejectedExecution |
 /// | a callable        | `void(PendingTask&, ThreadPoolExecutor&)` decides | same |
 ///
 /// A callable handler may run the task, move it away, or leave it; a task it
@@ -60,6 +67,58 @@ class COEXEC_EXPORT RejectionPolicy {
   /// \throws std::invalid_argument if `timeout` is negative.
   static RejectionPolicy block(std::chrono::nanoseconds timeout);
 
+  /// Where abortWithReport() writes its report: one call per report, with
+  /// the whole text (several lines, no trailing newline).
+  using ReportSink = std::function<void(std::string_view report)>;
+  /// How often abortWithReport() writes at most one report, by default.
+  static constexpr std::chrono::seconds kDefaultReportInterval{1};
+
+  /// Throws RejectedExecution like abort(), and first writes one diagnostic
+  /// report to `sink`: the RejectedExecution message, then the pool's
+  /// dumpThreads() (its stats line, and per thread its state, the task it
+  /// runs, that task's name and for how long it has run), so that an
+  /// overload shows who holds the threads. Rate-limited: at most one report
+  /// per `interval` on the pool's clock (ThreadPoolOptions::clock); the
+  /// rejections in between are counted, and the next report says how many
+  /// were not reported. Runs on the submitting thread; the sink is called
+  /// without any lock of the pool held (it may call stats() or
+  /// dumpThreads()); an exception it throws is printed to stderr and
+  /// dropped (the task is still rejected). Writing a report costs a
+  /// dumpThreads() (the pool's lock, O(threads)) and a string; the
+  /// rejections it suppresses cost one mutex and a clock read each.
+  /// \throws std::invalid_argument if `sink` is empty or `interval` is
+  /// negative.
+  static RejectionPolicy abortWithReport(ReportSink sink, std::chrono::nanoseconds interval = kDefaultReportInterval);
+  /// abortWithReport() writing each report to stderr (one fmt::print, with
+  /// a trailing newline).
+  static RejectionPolicy abortWithReport();
+
+  /// Runs the rejected task on a new temporary thread, named
+  /// "<pool name>-tmp-<k>" (k counts from 1 per pool), with at most
+  /// `maxTemporaryThreads` of them alive at once; beyond that, and after
+  /// shutdown, behaves as abort(). The submitter does not wait for the task.
+  /// Each task so run counts in `PoolStats::rejectedCount` (it reached the
+  /// policy) and in `PoolStats::temporaryThreadRuns`, not in `taskCount`;
+  /// `ThreadDump::temporaryThreads` shows how many run now. No hook runs
+  /// around it (as for callerRuns()). A submitted task's Future settles as
+  /// usual; an `execute()` task's exception goes to the uncaught-exception
+  /// handler; a coroutine task runs on the temporary thread until it first
+  /// suspends and goes on wherever it resumes. The pool does not terminate
+  /// while a temporary thread runs: shutdown() lets them finish,
+  /// awaitTermination() and close() wait for them, and shutdownNow() does
+  /// not cancel them (their tasks were never admitted).
+  /// \note The hazard: this runs work outside the pool's bounds, the very
+  ///       thing maximumPoolSize and the queue exist to prevent: under a
+  ///       sustained overload it adds up to `maxTemporaryThreads` threads
+  ///       (each a stack and a context switch) exactly when the machine is
+  ///       busiest, and the producers never slow down. callerRuns() is
+  ///       usually better: it runs the task on the producer, which then
+  ///       cannot produce more until it is done (back-pressure, and no new
+  ///       thread). Use newThreadRuns() for short bursts where the producer
+  ///       must not block (an event loop), with a small cap.
+  /// \throws std::invalid_argument if `maxTemporaryThreads` is 0.
+  static RejectionPolicy newThreadRuns(std::size_t maxTemporaryThreads);
+
   /// A user handler. \throws std::invalid_argument if `handler` is empty.
   template <class F>
   requires(std::invocable<F&, PendingTask&, ThreadPoolExecutor&> &&
@@ -77,16 +136,30 @@ class COEXEC_EXPORT RejectionPolicy {
   /// whatever a user handler or a caller-run `execute` task throws.
   void operator()(PendingTask& task, ThreadPoolExecutor& pool) const;
 
-  /// "abort", "callerRuns", "discard", "discardOldest", "block" or "custom".
+  /// "abort", "callerRuns", "discard", "discardOldest", "block",
+  /// "abortWithReport", "newThreadRuns" or "custom".
   [[nodiscard]] std::string_view name() const noexcept;
 
  private:
-  enum class Kind : unsigned char { abort, callerRuns, discard, discardOldest, block, custom };
+  enum class Kind : unsigned char {
+    abort,
+    callerRuns,
+    discard,
+    discardOldest,
+    block,
+    abortWithReport,
+    newThreadRuns,
+    custom
+  };
   RejectionPolicy(Kind kind, Handler handler, std::chrono::nanoseconds timeout = {});
 
   Kind kind_;
   Handler handler_;
-  std::chrono::nanoseconds timeout_;
+  std::chrono::nanoseconds timeout_;     // block(): the wait; abortWithReport(): the report interval
+  std::size_t maxTemporaryThreads_ = 0;  // newThreadRuns()
+  // abortWithReport(): the sink and the rate limit, shared by the copies of
+  // the policy (a pool keeps a copy of its options' policy).
+  std::shared_ptr<detail::RejectionReporter> reporter_;
 };
 
 }  // namespace coexec

@@ -18,6 +18,8 @@
 #include "coexec/PoolStats.h"
 #include "coexec/RejectionPolicy.h"
 #include "coexec/ScheduledFuture.h"
+#include "coexec/TaskOptions.h"
+#include "coexec/ThreadDump.h"
 #include "coexec/ThreadPoolOptions.h"
 #include "coexec/Task.h"
 #include "coexec/WorkQueue.h"
@@ -179,6 +181,19 @@ class COEXEC_EXPORT ThreadPoolExecutor {
     admit(makeTask<false>(std::forward<F>(f), priority, "execute"), &token);
   }
 
+  /// execute(f, options.priority) with the task named `options.name` (see
+  /// TaskOptions): the name shows in dumpThreads() while the task runs and
+  /// in TaskInfo::taskName. An unnamed TaskOptions costs what execute(f,
+  /// priority) costs. Never blocks, except as execute() does.
+  /// \throws what execute() throws; std::bad_alloc if a new name cannot be
+  /// stored.
+  template <class F>
+  void execute(F&& f, const TaskOptions& options) {
+    PendingTask task = makeTask<false>(std::forward<F>(f), options.priority, "execute");
+    nameTask(task, options.name);
+    admit(std::move(task));
+  }
+
   /// Runs `f()` (or `f(token)`: a callable taking a CancellationToken sees
   /// cancel() and shutdownNow()) on the pool and returns its Future. `f` may be
   /// a callable returning R, a callable returning Task<R> (the coroutine runs
@@ -234,6 +249,23 @@ class COEXEC_EXPORT ThreadPoolExecutor {
     PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
     Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
     admit(std::move(task), &token);
+    return future;
+  }
+
+  /// submit(f, options.priority) with the task named `options.name` (see
+  /// TaskOptions): `auto f = pool.submit(work, {.name = "resize"});`. The
+  /// name shows in dumpThreads() while the task runs and in
+  /// TaskInfo::taskName (hooks, and the report of a failure nobody read).
+  /// Never blocks, except as submit() does.
+  /// \throws what submit() throws; std::bad_alloc if a new name cannot be
+  /// stored.
+  template <class F>
+  [[nodiscard]] auto submit(F&& f, const TaskOptions& options) {
+    using R = detail::SubmitResult<std::decay_t<F>>;
+    PendingTask task = makeTask<true>(std::forward<F>(f), options.priority, "submit");
+    nameTask(task, options.name);
+    Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
+    admit(std::move(task));
     return future;
   }
 
@@ -503,6 +535,16 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// parking also take). O(threads): it sums per-worker counters.
   [[nodiscard]] PoolStats stats() const;
 
+  /// What each pool thread is doing: its name, its state (idle, running,
+  /// parked), the task it runs (name, and age on a coarse clock of a few
+  /// milliseconds' resolution) and its local queue length, with the pool's
+  /// stats(); formats with fmt (one line per thread). For diagnostics: a
+  /// stuck task shows as a thread RUNNING the same task for a long time.
+  /// Never blocks for long (takes the pool's lock, as stats() does); reads
+  /// each worker without stopping it. Allocates the dump. O(threads).
+  /// \throws std::bad_alloc.
+  [[nodiscard]] ThreadDump dumpThreads() const;
+
  private:
   friend class RejectionPolicy;
   friend class detail::ResumeOnAwaiter;
@@ -532,6 +574,9 @@ class COEXEC_EXPORT ThreadPoolExecutor {
     return PendingTask(detail::Ref<detail::TaskCore>::adopt(core));
   }
   [[noreturn]] static void throwEmptyCallable(const char* operation);
+  static void nameTask(PendingTask& task, std::string_view name) {
+    if (!name.empty()) task.core_->setNameId(detail::internTaskName(name));
+  }
 
   template <class F>
   static std::unique_ptr<detail::PeriodicBody> makePeriodicBody(F&& f, const char* operation) {
@@ -597,8 +642,9 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// shutdown does), whatever the policy. Takes the pool's lock only then.
   void throwIfShutdown(const char* operation, std::size_t tasks);
   /// Hands `error` to the uncaught-exception handler (or prints it), on the
-  /// calling thread. Never throws.
-  void reportUncaught(const std::exception_ptr& error) noexcept;
+  /// calling thread; `unobserved`: a failure nobody read (TaskInfo::unobserved,
+  /// dropped when reportUnobservedFailures is off). Never throws.
+  void reportUncaught(const std::exception_ptr& error, bool unobserved = false) noexcept;
   /// The identity of this pool (as TaskCore::owner records it).
   [[nodiscard]] const void* identity() const noexcept;
 

@@ -21,6 +21,14 @@ struct TaskInfo {
   std::string_view threadName;  ///< "<name>-<n>", n counting from 1 (not truncated)
   bool hasFuture = false;       ///< true for submit(), false for execute()
   int priority = 0;             ///< the priority the task was submitted with
+  /// The task's name (TaskOptions::name); empty for an unnamed task. Valid
+  /// until the process exits.
+  std::string_view taskName{};
+  /// True only in a report of the uncaught-exception handler for a failure
+  /// nobody read: a submitted task failed and its result was never consumed
+  /// (see ThreadPoolOptions::reportUnobservedFailures). `threadName` is then
+  /// the pool thread that ran the task, not the thread making the report.
+  bool unobserved = false;
 };
 
 /// Callbacks around every task a pool thread runs (not around caller-run or
@@ -60,9 +68,14 @@ using ThreadFactory = std::function<std::thread(std::string threadName, std::fun
 /// Receives exceptions nobody else can: those of `execute()` tasks, of a
 /// throwing beforeExecute on an `execute()` task or on a run of a periodic
 /// schedule, of each run of a periodic schedule that throws (once per
-/// failed run, before the schedule's handle settles), and of a failing
-/// thread factory. Runs on the thread that caught the exception. If it throws, the
-/// exception is printed and dropped.
+/// failed run, before the schedule's handle settles), of a failing thread
+/// factory, and (with `info.unobserved` set) the failures of submitted tasks
+/// whose result nobody read (ThreadPoolOptions::reportUnobservedFailures).
+/// Runs on the thread that caught the exception; an unobserved failure's
+/// report runs on the thread that dropped the task's last reference (see
+/// reportUnobservedFailures), never under a lock of the pool. If it throws,
+/// the exception is printed and dropped. It may outlive the pool: a Future
+/// dropped after the pool's destruction still reports through it.
 using UncaughtExceptionHandler = std::function<void(std::exception_ptr error, const TaskInfo& info)>;
 
 /// The configuration of a ThreadPoolExecutor. An aggregate: name the fields
@@ -117,6 +130,19 @@ struct ThreadPoolOptions {
   /// Java's): shutdown() ends them after the run in progress, if any; their
   /// handles report OperationCancelled. shutdownNow() always ends them.
   bool continuePeriodicTasksAfterShutdown = false;
+  /// A submitted task (submit(), schedule(), a caller-run task under
+  /// callerRuns()) that fails with an exception of its own (not
+  /// OperationCancelled) and whose result is never read (no get(),
+  /// co_await, or combinator consuming it) is reported once to the
+  /// uncaught-exception handler, with TaskInfo::unobserved set, when the
+  /// last holder of its result lets go of it: the Future's destructor if it
+  /// outlives the task's run, else the pool thread that ran the task (the
+  /// Future was dropped first). A TaskGroup's unjoined first failure is
+  /// reported the same way. A cancelled task, a rejected or dropped one
+  /// (RejectedExecution, BrokenPromise: the policy chose that) and a result
+  /// that was read are never reported. Default true; false turns these
+  /// reports off (other uncaught exceptions are still reported).
+  bool reportUnobservedFailures = true;
 };
 
 }  // namespace coexec

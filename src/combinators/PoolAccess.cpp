@@ -16,11 +16,13 @@ namespace coexec {
 
 detail::TimerService& ThreadPoolExecutor::timerService() noexcept { return impl_->timers_; }
 
-void ThreadPoolExecutor::reportUncaught(const std::exception_ptr& error) noexcept {
+void ThreadPoolExecutor::reportUncaught(const std::exception_ptr& error, bool unobserved) noexcept {
   const std::string_view thread = detail::tlsPool == impl_.get() && detail::tlsWorkerName != nullptr
                                       ? std::string_view(*detail::tlsWorkerName)
                                       : std::string_view("(outside the pool)");
-  impl_->reportUncaught(error, TaskInfo{impl_->name_, thread, false, 0});
+  TaskInfo info{impl_->name_, thread, false, 0};
+  info.unobserved = unobserved;
+  impl_->reportUncaught(error, info);
 }
 
 void ThreadPoolExecutor::throwIfShutdown(const char* operation, std::size_t tasks) {

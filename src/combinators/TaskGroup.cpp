@@ -49,7 +49,7 @@ GroupState::~GroupState() {
     }
     CombinatorAccess::reportUncaught(pool_, misuse);
   }
-  if (unobserved) CombinatorAccess::reportUncaught(pool_, unobserved);
+  if (unobserved) CombinatorAccess::reportUncaught(pool_, unobserved, /*unobserved=*/true);
 }
 
 bool GroupState::enter(GroupChildBase& child) noexcept {

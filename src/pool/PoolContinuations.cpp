@@ -93,7 +93,7 @@ void PoolImpl::postYield(std::coroutine_handle<> handle) noexcept {
 
 void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexcept {
   const TaskInfo info{name_, tlsWorkerName ? std::string_view(*tlsWorkerName) : std::string_view("(outside the pool)"),
-                      task.hasFuture(), task.priority()};
+                      task.hasFuture(), task.priority(), task.name()};
   if (hooks_.afterExecute) {
     try {
       hooks_.afterExecute(info, result.error);
@@ -101,7 +101,13 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
       printDropped("the afterExecute hook", name_, info.threadName, std::current_exception());
     }
   }
-  if (result.outcome == Outcome::failed && !task.hasFuture()) reportUncaught(result.error, info);
+  if (result.outcome == Outcome::failed) {
+    if (!task.hasFuture()) {
+      reportUncaught(result.error, info);
+    } else {
+      sink_->armIfUnread(task, info.threadName);  // before the decrement below: the pool is alive
+    }
+  }
   count(result.outcome);
   if (task.hasToken()) {
     std::lock_guard inFlightLock(inFlightMutex_);

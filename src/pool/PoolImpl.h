@@ -13,13 +13,17 @@
 #include <thread>
 #include <vector>
 
+#include "scheduler/CoarseClock.h"
 #include "scheduler/MpmcRing.h"
 #include "scheduler/RingBuffer.h"
 #include "scheduler/WorkStealingDeque.h"
 #include "scheduler/TaskQueue.h"
 #include "scheduler/TimerService.h"
+#include "pool/UncaughtSink.h"
 #include "coexec/PendingTask.h"
 #include "coexec/PoolStats.h"
+#include "coexec/ThreadDump.h"
+#include "coexec/TaskOptions.h"
 #include "coexec/ThreadPoolOptions.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/Scheduler.h"
@@ -32,6 +36,7 @@ class ThreadPoolExecutor;
 namespace coexec::detail {
 
 class ScheduledItem;
+struct TemporaryJob;
 class OneShotTimer;
 class PeriodicState;
 class PeriodicRun;
@@ -94,7 +99,22 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     std::atomic<std::uint64_t> failed{0};
     std::atomic<std::uint64_t> cancelled{0};
     std::atomic<std::size_t> active{0};  // running a task or a continuation
+    // Not a counter: the task a worker runs now, for dumpThreads(), on the
+    // line the worker writes for every task anyway: one word, so that a
+    // task's start costs one store and a coarse clock read (see
+    // runningWord()). Written by the worker alone (relaxed: a dump reads it
+    // as a hint); unused in outside_.
+    std::atomic<std::uint64_t> running{0};  // 0: no task
   };
+  /// Counters::running for a task named `nameId` starting now: the coarse
+  /// clock's time in units of 1024 ns (a shift, no division) above the
+  /// name's index.
+  static constexpr unsigned kRunningNameBits = 13;
+  static constexpr unsigned kRunningTimeShift = 10;
+  static_assert(TaskOptions::kMaxTaskNames + 2 <= (1u << kRunningNameBits), "task name indexes fit the running word");
+  static std::uint64_t runningWord(std::uint32_t nameId) noexcept {
+    return (static_cast<std::uint64_t>(coarseNowNanos() >> kRunningTimeShift) << kRunningNameBits) | nameId;
+  }
 
   struct Worker {
     Counters counters;
@@ -171,6 +191,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   void tryTerminateLocked(std::unique_lock<std::mutex>& lock);
   // Requires: mutex_ held.
   PoolStats statsLocked() const;
+  // Requires: mutex_ held. dumpThreads() (ThreadDump.cpp).
+  ThreadDump dumpLocked() const;
   // Requires: mutex_ held. Wakes the most recently idle worker; false if none.
   bool wakeOneLocked();
   // Requires: mutex_ held. Wakes every idle worker (shutdown, configuration).
@@ -239,6 +261,13 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   }
   void reportFactoryErrorsSlow(const FactoryErrors& errors);
   void reportUncaught(const std::exception_ptr& error, const TaskInfo& info) noexcept;
+  /// RejectionPolicy::newThreadRuns(): runs `task` on a new temporary thread
+  /// (taking it) and returns true, or leaves it and returns false when the
+  /// pool is not running, `maxThreads` temporary threads are alive, or no
+  /// thread can be started. Takes mutex_ (not held by the caller).
+  bool runOnTemporaryThread(PendingTask& task, std::size_t maxThreads);
+  /// The body of a temporary thread (TemporaryThreads.cpp).
+  void runTemporary(std::unique_ptr<TemporaryJob> job) noexcept;
   /// Starts up to `count` threads for queued work (core resize); after unlock,
   /// reports factory errors.
   std::size_t startWorkers(std::size_t count, bool onlyForQueuedWork);
@@ -249,7 +278,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   const RejectionPolicy policy_;
   const ThreadFactory factory_;
   const Hooks hooks_;
-  const UncaughtExceptionHandler uncaughtHandler_;
+  // The uncaught-exception handler, shared with the armed reports of
+  // unobserved failures (which may outlive the pool).
+  const Ref<UncaughtSink> sink_;
 
   alignas(64) mutable std::mutex mutex_;
   std::condition_variable roomAvailable_;  // block() producers; notified when a worker takes a task
@@ -379,6 +410,11 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   std::uint64_t discarded_ = 0;
   std::uint64_t drained_ = 0;
   std::uint64_t rejected_ = 0;
+  // Threads of RejectionPolicy::newThreadRuns() alive now (see
+  // TemporaryThreads.cpp); the pool does not terminate while any is.
+  std::size_t temporaryThreads_ = 0;
+  std::size_t temporaryThreadsStarted_ = 0;  // names them "<name>-tmp-<k>"
+  std::uint64_t temporaryThreadRuns_ = 0;    // PoolStats::temporaryThreadRuns
 
   // ---- timers (PoolTimers.cpp) ----------------------------------------------
   Clock& clock_;

@@ -76,6 +76,7 @@ void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
   if (liveCount_ > 0 || dueCount_.load(std::memory_order_seq_cst) > 0 || timerPins_.load(std::memory_order_seq_cst) > 0) {
     return;
   }
+  if (temporaryThreads_ > 0) return;  // RejectionPolicy::newThreadRuns(): the last one to end terminates it
   terminating_ = true;
   if (hooks_.terminated) {
     lock.unlock();

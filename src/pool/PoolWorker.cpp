@@ -53,9 +53,8 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
     Work work;
     if (void* next = worker->nextContinuation.exchange(nullptr, std::memory_order_acquire)) {
       work.continuation = std::coroutine_handle<>::from_address(next);
-    } else if (std::coroutine_handle<> yielded;
-               worker->yieldCount.load(std::memory_order_relaxed) > 0 &&
-               (yielded = takeYield(*worker, /*force=*/false))) {
+    } else if (std::coroutine_handle<> yielded; worker->yieldCount.load(std::memory_order_relaxed) > 0 &&
+                                                (yielded = takeYield(*worker, /*force=*/false))) {
       work = Work{{}, yielded, false, true};
     } else {
       work = popLocal(*worker);
@@ -74,8 +73,7 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
     }
     // Counts toward the yields waiting behind the work that was queued.
     if (!work.yield && worker->yieldCount.load(std::memory_order_relaxed) > 0) {
-      worker->ranSinceYield.store(worker->ranSinceYield.load(std::memory_order_relaxed) + 1,
-                                  std::memory_order_relaxed);
+      worker->ranSinceYield.store(worker->ranSinceYield.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
     execute(*worker, std::move(work));
   }
@@ -94,6 +92,8 @@ void PoolImpl::execute(Worker& worker, Work work) {
     return;
   }
   Ref<TaskCore> task = std::move(work.task);
+  // For dumpThreads(): which task runs, since when (a coarse clock: a few ns).
+  counters.running.store(runningWord(task->nameId()), std::memory_order_relaxed);
   // Only a task with a token can observe shutdownNow(): track just those.
   const bool tracked = task->hasToken();
   if (tracked) {
@@ -112,15 +112,19 @@ void PoolImpl::execute(Worker& worker, Work work) {
   if (!task->tryStart()) {  // cancelled while queued
     addOwn<std::uint64_t>(counters.cancelled, 1, std::memory_order_release);
   } else if (task->isCoroutine()) {
-    const TaskInfo info{name_, worker.name, task->hasFuture(), task->priority()};
     bool started = true;
     if (hooks_.beforeExecute) {
+      const TaskInfo info{name_, worker.name, task->hasFuture(), task->priority(), task->name()};
       try {
         hooks_.beforeExecute(info);
       } catch (...) {
         const std::exception_ptr error = std::current_exception();
         task->failRunning(error);
-        if (!task->hasFuture()) reportUncaught(error, info);
+        if (!task->hasFuture()) {
+          reportUncaught(error, info);
+        } else {
+          sink_->armIfUnread(*task, worker.name);
+        }
         started = false;
         addOwn<std::uint64_t>(counters.failed, 1, std::memory_order_release);
       }
@@ -145,18 +149,25 @@ void PoolImpl::execute(Worker& worker, Work work) {
     worker.current = Ref<TaskCore>();
   }
   task = Ref<TaskCore>();  // user captures are destroyed here, outside every lock
+  counters.running.store(0, std::memory_order_relaxed);
   addOwn<std::size_t>(counters.active, -1, std::memory_order_relaxed);
 }
 
 RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
-  const TaskInfo info{name_, worker.name, task.hasFuture(), task.priority()};
+  // Built only for a hook or a report: a task that succeeds on a pool
+  // without hooks reads none of it.
+  const auto info = [&] { return TaskInfo{name_, worker.name, task.hasFuture(), task.priority(), task.name()}; };
   if (hooks_.beforeExecute) {
     try {
-      hooks_.beforeExecute(info);
+      hooks_.beforeExecute(info());
     } catch (...) {
       const std::exception_ptr error = std::current_exception();
       task.failRunning(error);
-      if (!task.hasFuture()) reportUncaught(error, info);
+      if (!task.hasFuture()) {
+        reportUncaught(error, info());
+      } else if (task.countsInStats) {
+        sink_->armIfUnread(task, worker.name);
+      }
       if (!task.countsInStats) periodicRunNotStarted(static_cast<PeriodicRun&>(task).state(), error);
       return {Outcome::failed, error};
     }
@@ -164,13 +175,21 @@ RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
   RunResult result = task.run();
   if (hooks_.afterExecute) {
     try {
-      hooks_.afterExecute(info, result.error);
+      hooks_.afterExecute(info(), result.error);
     } catch (...) {
       printDropped("the afterExecute hook", name_, worker.name, std::current_exception());
     }
   }
-  // A periodic run reports its own error, before its schedule ends.
-  if (result.outcome == Outcome::failed && !task.hasFuture() && task.countsInStats) reportUncaught(result.error, info);
+  // A periodic run reports its own error, before its schedule ends. A
+  // submitted task's failure is the Future's: reported only if nobody reads
+  // it (armed here, reported when the task's last reference goes).
+  if (result.outcome == Outcome::failed && task.countsInStats) {
+    if (!task.hasFuture()) {
+      reportUncaught(result.error, info());
+    } else {
+      sink_->armIfUnread(task, worker.name);
+    }
+  }
   return result;
 }
 

@@ -7,6 +7,8 @@
 
 #include "coexec/PendingTask.h"
 #include "coexec/ThreadPoolExecutor.h"
+#include "pool/PoolImpl.h"
+#include "pool/RejectionReporter.h"
 
 namespace coexec {
 
@@ -21,6 +23,31 @@ RejectionPolicy RejectionPolicy::abort() { return {Kind::abort, {}}; }
 RejectionPolicy RejectionPolicy::callerRuns() { return {Kind::callerRuns, {}}; }
 RejectionPolicy RejectionPolicy::discard() { return {Kind::discard, {}}; }
 RejectionPolicy RejectionPolicy::discardOldest() { return {Kind::discardOldest, {}}; }
+
+RejectionPolicy RejectionPolicy::abortWithReport(ReportSink sink, std::chrono::nanoseconds interval) {
+  if (!sink) throw std::invalid_argument("coexec::RejectionPolicy::abortWithReport: the sink is empty");
+  if (interval < std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument(
+        fmt::format("coexec::RejectionPolicy::abortWithReport: interval must be non-negative, got {}", interval));
+  }
+  RejectionPolicy policy(Kind::abortWithReport, {}, interval);
+  policy.reporter_ = std::make_shared<detail::RejectionReporter>(std::move(sink), interval);
+  return policy;
+}
+
+RejectionPolicy RejectionPolicy::abortWithReport() {
+  return abortWithReport([](std::string_view report) { fmt::print(stderr, "{}\n", report); });
+}
+
+RejectionPolicy RejectionPolicy::newThreadRuns(std::size_t maxTemporaryThreads) {
+  if (maxTemporaryThreads == 0) {
+    throw std::invalid_argument(
+        "coexec::RejectionPolicy::newThreadRuns: maxTemporaryThreads must be at least 1, got 0");
+  }
+  RejectionPolicy policy(Kind::newThreadRuns, {});
+  policy.maxTemporaryThreads_ = maxTemporaryThreads;
+  return policy;
+}
 
 RejectionPolicy RejectionPolicy::block(std::chrono::nanoseconds timeout) {
   if (timeout < std::chrono::nanoseconds::zero()) {
@@ -37,6 +64,8 @@ std::string_view RejectionPolicy::name() const noexcept {
     case Kind::discard: return "discard";
     case Kind::discardOldest: return "discardOldest";
     case Kind::block: return "block";
+    case Kind::abortWithReport: return "abortWithReport";
+    case Kind::newThreadRuns: return "newThreadRuns";
     case Kind::custom: return "custom";
   }
   return "unknown";
@@ -62,8 +91,14 @@ void RejectionPolicy::operator()(PendingTask& task, ThreadPoolExecutor& pool) co
     case Kind::callerRuns:
       if (pool.isShutdown()) {
         refuse(/*throwIfNoFuture=*/true);
-      } else {
+      } else if (!task.hasFuture() || task.core_->isCoroutine()) {
         task.run();
+      } else {
+        // A failure nobody reads is reported as on a pool thread (a caller-run
+        // coroutine may finish anywhere: not watched).
+        const detail::Ref<detail::TaskCore> core = task.core_;
+        task.run();
+        if (core->failedOnItsOwn()) pool.impl_->sink_->armIfUnread(*core, "(caller)");
       }
       return;
     case Kind::discard: refuse(/*throwIfNoFuture=*/false); return;
@@ -83,6 +118,18 @@ void RejectionPolicy::operator()(PendingTask& task, ThreadPoolExecutor& pool) co
         throw error;
       }
       return;
+    case Kind::abortWithReport: {
+      RejectedExecution error = pool.rejection(task);
+      task.core_->abandon(std::make_exception_ptr(error));
+      reporter_->rejected(pool, error);  // no lock of the pool is held here
+      throw error;
+    }
+    case Kind::newThreadRuns: {
+      if (pool.impl_->runOnTemporaryThread(task, maxTemporaryThreads_)) return;
+      RejectedExecution error = pool.rejection(task);
+      task.core_->abandon(std::make_exception_ptr(error));
+      throw error;
+    }
     case Kind::custom: handler_(task, pool); return;
   }
 }

@@ -30,7 +30,6 @@ namespace {
 
 thread_local Scheduler* tlsScheduler = nullptr;
 
-
 std::string describe(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
@@ -110,7 +109,8 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
       policy_(std::move(options.rejectionPolicy)),
       factory_(std::move(options.threadFactory)),
       hooks_(std::move(options.hooks)),
-      uncaughtHandler_(std::move(options.uncaughtExceptionHandler)),
+      sink_(Ref<UncaughtSink>::adopt(
+          new UncaughtSink(name_, std::move(options.uncaughtExceptionHandler), options.reportUnobservedFailures))),
       localQueues_(options.workQueue.kind() == WorkQueue::Kind::bounded ||
                    options.workQueue.kind() == WorkQueue::Kind::unbounded),
       bounded_(options.workQueue.kind() == WorkQueue::Kind::bounded),
@@ -164,6 +164,7 @@ PoolStats PoolImpl::statsLocked() const {
   s.discardedCount = discarded_;
   s.drainedCount = drained_;
   s.scheduledCount = armedCount_;
+  s.temporaryThreadRuns = temporaryThreadRuns_;
   return s;
 }
 
@@ -174,15 +175,7 @@ void PoolImpl::reportFactoryErrorsSlow(const FactoryErrors& errors) {
 }
 
 void PoolImpl::reportUncaught(const std::exception_ptr& error, const TaskInfo& info) noexcept {
-  if (!uncaughtHandler_) {
-    printDropped("a task", info.poolName, info.threadName, error);
-    return;
-  }
-  try {
-    uncaughtHandler_(error, info);
-  } catch (...) {
-    printDropped("the uncaught-exception handler", info.poolName, info.threadName, std::current_exception());
-  }
+  sink_->report(error, info);
 }
 
 }  // namespace detail

@@ -24,7 +24,10 @@
 #include <cstdint>
 #include <mutex>
 #include <stdexcept>
+#include <memory>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "coexec/Errors.h"
 #include "coexec/detail/Scheduler.h"
@@ -69,6 +72,35 @@ WaitStripe& stripeOf(const void* task) noexcept {
 /// exception object, shared (an exception_ptr is reference counted and the
 /// object is never modified), so that a cancel allocates nothing; a
 /// million cancelled Futures would otherwise hold a million copies.
+/// The reports armed on failed tasks (armUnobservedReport), by task:
+/// failures are rare, so a task keeps no field for its report, and a
+/// process-wide table, striped by address like the wait stripes, holds the
+/// few armed at a time. An entry is added before the task's flag is set and
+/// removed by its destructor.
+struct alignas(64) ArmedStripe {
+  std::mutex mutex;
+  std::vector<std::pair<const TaskCore*, std::unique_ptr<UnobservedFailureReport>>> armed;  // guarded by mutex
+};
+
+ArmedStripe& armedStripeOf(const TaskCore* task) noexcept {
+  static ArmedStripe stripes[16];
+  const auto bits = reinterpret_cast<std::uintptr_t>(task);
+  return stripes[(bits >> 6) % 16];
+}
+
+std::unique_ptr<UnobservedFailureReport> takeArmedReport(const TaskCore* task) noexcept {
+  ArmedStripe& stripe = armedStripeOf(task);
+  std::lock_guard lock(stripe.mutex);
+  for (auto& entry : stripe.armed) {
+    if (entry.first != task) continue;
+    std::unique_ptr<UnobservedFailureReport> report = std::move(entry.second);
+    entry = std::move(stripe.armed.back());
+    stripe.armed.pop_back();
+    return report;
+  }
+  return nullptr;
+}
+
 const std::exception_ptr& cancelledError() noexcept {
   static const std::exception_ptr error = std::make_exception_ptr(OperationCancelled());
   return error;
@@ -95,6 +127,14 @@ TaskCore::TaskCore(bool hasFuture, bool wantsToken, int priority)
 }
 
 TaskCore::~TaskCore() {
+  // The last reference is gone: a failure armed for reporting that nobody
+  // consumed, and that no cancellation superseded, is reported now (relaxed:
+  // the releases of the other references happened before, see
+  // RefCounted::release()).
+  if (const std::uint32_t s = state_.load(std::memory_order_relaxed); (s & kUnobservedArmed) != 0) {
+    const std::unique_ptr<UnobservedFailureReport> report = takeArmedReport(this);
+    if ((s & (kConsumed | kCancelled)) == 0 && error_ && report) report->report(error_);
+  }
   // A task that settled has released its links; one destroyed unsettled
   // (never admitted) may still hold its token link, whose callback cannot
   // be running: the callback holds a reference.
@@ -433,7 +473,8 @@ void TaskCore::releaseLinksSlow(bool cancelled) noexcept {
   // Deleting waits if the link's callback runs on another thread now: it
   // only cancels this task, which has settled (cancelFromLink returns at
   // once). acq_rel: see linkToken().
-  if (tokenLink_.load(std::memory_order_acquire) != nullptr) delete tokenLink_.exchange(nullptr, std::memory_order_acq_rel);
+  if (tokenLink_.load(std::memory_order_acquire) != nullptr)
+    delete tokenLink_.exchange(nullptr, std::memory_order_acq_rel);
 }
 
 void TaskCore::publish(std::uint32_t previous) noexcept {
@@ -482,6 +523,28 @@ std::exception_ptr TaskCore::consume() {
     if (state_.compare_exchange_weak(s, s | kConsumed, std::memory_order_acq_rel, std::memory_order_acquire)) break;
   }
   return error_;
+}
+
+void TaskCore::armUnobservedReport(UnobservedFailureReport* report) noexcept {
+  std::unique_ptr<UnobservedFailureReport> owned(report);
+  {
+    ArmedStripe& stripe = armedStripeOf(this);
+    std::lock_guard lock(stripe.mutex);
+    try {
+      stripe.armed.emplace_back(this, std::move(owned));
+    } catch (...) {
+      return;  // no memory for the entry: not armed (the report is dropped with `owned`)
+    }
+  }
+  // After the entry: a destructor that sees the flag finds it (the flag's
+  // store happens before every later release of a reference, and so before
+  // the destructor, which runs after the last).
+  state_.fetch_or(kUnobservedArmed, std::memory_order_release);
+}
+
+bool TaskCore::failedOnItsOwn() const noexcept {
+  const std::uint32_t s = state_.load(std::memory_order_acquire);
+  return stageOf(s) == kDone && (s & kCancelled) == 0 && error_ && !isOperationCancelled(error_);
 }
 
 bool TaskCore::setContinuation(Continuation fn, void* arg) {

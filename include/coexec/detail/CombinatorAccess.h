@@ -55,8 +55,9 @@ struct CombinatorAccess {
     pool.throwIfShutdown(operation, tasks);
   }
   static TimerService& timerService(ThreadPoolExecutor& pool) noexcept { return pool.timerService(); }
-  static void reportUncaught(ThreadPoolExecutor& pool, const std::exception_ptr& error) noexcept {
-    pool.reportUncaught(error);
+  static void reportUncaught(ThreadPoolExecutor& pool, const std::exception_ptr& error,
+                             bool unobserved = false) noexcept {
+    pool.reportUncaught(error, unobserved);
   }
   static const void* identity(const ThreadPoolExecutor& pool) noexcept { return pool.identity(); }
 };

@@ -7,6 +7,7 @@
 #include <functional>
 #include <new>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -14,6 +15,7 @@
 #include "coexec/Export.h"
 #include "coexec/detail/FrameAllocator.h"
 #include "coexec/detail/Ref.h"
+#include "coexec/detail/TaskNames.h"
 
 namespace coexec::detail {
 
@@ -58,6 +60,18 @@ class QueuedCancelListener : public RefCounted {
 };
 
 class TokenLink;
+
+/// Tells whoever cares about a task's failure that nobody read it (the pool
+/// that ran the task: its uncaught-exception handler). Owned by the task it
+/// is armed on (TaskCore::armUnobservedReport()), destroyed with it.
+class UnobservedFailureReport {
+ public:
+  virtual ~UnobservedFailureReport() = default;
+  /// Called at most once, from the destructor of the task, on the thread
+  /// that drops its last reference, outside any lock of the task's. Must not
+  /// throw.
+  virtual void report(const std::exception_ptr& error) noexcept = 0;
+};
 
 /// The state shared by a PendingTask (the runnable side), its Future (the
 /// result side) and the pool. One allocation holds the callable, the result
@@ -167,6 +181,15 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// its coroutine created one (createToken()).
   [[nodiscard]] bool hasToken() const noexcept { return tokenStage_.load(std::memory_order_acquire) == kTokenReady; }
   [[nodiscard]] int priority() const noexcept { return priority_; }
+  /// The task's name (TaskOptions::name); empty if unnamed. Never throws.
+  [[nodiscard]] std::string_view name() const noexcept {
+    return nameId_ == 0 ? std::string_view() : taskNameAt(nameId_);
+  }
+  /// The name's index in the table of task names (0: unnamed).
+  [[nodiscard]] std::uint32_t nameId() const noexcept { return nameId_; }
+  /// Names the task (an index from internTaskName()); before it is
+  /// published to another thread.
+  void setNameId(std::uint32_t id) noexcept { nameId_ = id; }
   // (The fields are laid out in declaration order across the access
   // sections: first, next to the reference count, what every start, finish
   // and child touches (the stage word, the children list, the result), the
@@ -192,6 +215,24 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// Registers `fn(arg)` to run when the task is done. Returns false (and
   /// registers nothing) if it is already done. At most one continuation.
   bool setContinuation(Continuation fn, void* arg);
+  /// True once the result has been consumed (consume(): get(), co_await, a
+  /// combinator taking it).
+  [[nodiscard]] bool isConsumed() const noexcept { return (state_.load(std::memory_order_acquire) & kConsumed) != 0; }
+
+  /// True if the task has settled with an exception its body threw, other
+  /// than OperationCancelled, and was not cancelled: what a pool thread
+  /// counts as failed. For the thread that ran it.
+  [[nodiscard]] bool failedOnItsOwn() const noexcept;
+  /// Arms the report of a failure nobody reads: when the task is destroyed
+  /// (its last reference dropped, on that thread) and its result was never
+  /// consumed, `report->report(error)` runs once, unless the task was
+  /// cancelled. Takes ownership of `report`. Precondition: the task has
+  /// settled with an error of its own (its body, or a hook before it,
+  /// threw), the caller holds a reference, and nothing was armed before.
+  /// Called only on a failure: a task that succeeds pays nothing.
+  /// Kept aside (a small process-wide table, striped by address): a task
+  /// carries no field for it, only a flag in its state word.
+  void armUnobservedReport(UnobservedFailureReport* report) noexcept;
 
  protected:
   /// Runs the callable and stores its value. Throws what the callable throws.
@@ -251,13 +292,15 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   void releaseLinks(bool cancelled) noexcept {
     // Inline: nearly every task has neither (relaxed: the children list has
     // one writer, this thread; a token link is released by its settler).
-    if ((children_.load(std::memory_order_relaxed) | reinterpret_cast<std::uintptr_t>(
-                                                         tokenLink_.load(std::memory_order_relaxed))) != 0) {
+    if ((children_.load(std::memory_order_relaxed) |
+         reinterpret_cast<std::uintptr_t>(tokenLink_.load(std::memory_order_relaxed))) != 0) {
       releaseLinksSlow(cancelled);
     }
   }
   void releaseLinksSlow(bool cancelled) noexcept;
-  [[nodiscard]] CancellationSource& source() noexcept { return *std::launder(reinterpret_cast<CancellationSource*>(&sourceStorage_)); }
+  [[nodiscard]] CancellationSource& source() noexcept {
+    return *std::launder(reinterpret_cast<CancellationSource*>(&sourceStorage_));
+  }
   [[nodiscard]] const CancellationSource& source() const noexcept {
     return *std::launder(reinterpret_cast<const CancellationSource*>(&sourceStorage_));
   }
@@ -270,10 +313,11 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   static constexpr std::uint32_t kSettling = 2;
   static constexpr std::uint32_t kDone = 3;
   static constexpr std::uint32_t kStageMask = 3;
-  static constexpr std::uint32_t kCancelled = 4;     // cancellation requested (or settled as cancelled)
-  static constexpr std::uint32_t kContinuation = 8;  // continuation_ is set: the settler calls it
-  static constexpr std::uint32_t kWaiters = 16;      // a thread may block in wait(): the settler notifies
-  static constexpr std::uint32_t kConsumed = 32;     // the result was taken
+  static constexpr std::uint32_t kCancelled = 4;         // cancellation requested (or settled as cancelled)
+  static constexpr std::uint32_t kContinuation = 8;      // continuation_ is set: the settler calls it
+  static constexpr std::uint32_t kWaiters = 16;          // a thread may block in wait(): the settler notifies
+  static constexpr std::uint32_t kConsumed = 32;         // the result was taken
+  static constexpr std::uint32_t kUnobservedArmed = 64;  // armUnobservedReport(): the destructor looks it up
   static constexpr std::uint32_t stageOf(std::uint32_t state) noexcept { return state & kStageMask; }
 
   /// Moves queued -> settling; false if the task is past `queued`. On true the
@@ -301,8 +345,8 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   // a closer waits out); any thread may close it, once, taking the list.
   static constexpr std::uintptr_t kChildrenClosed = 1;
   static constexpr std::uintptr_t kChildrenLocked = 2;
-  static constexpr std::uintptr_t kClosedCancelled = kChildrenClosed;      // new children start cancelled
-  static constexpr std::uintptr_t kClosedSettled = kChildrenClosed | 4;    // the task settled: new children run free
+  static constexpr std::uintptr_t kClosedCancelled = kChildrenClosed;    // new children start cancelled
+  static constexpr std::uintptr_t kClosedSettled = kChildrenClosed | 4;  // the task settled: new children run free
   static constexpr std::uint16_t kMinChildBudget = 16;
 
   const bool hasFuture_;
@@ -317,14 +361,17 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   std::atomic<std::uint32_t> state_{kQueued};
   // Next to state_: the running task's thread has this memory at hand when
   // it adds a child.
-  std::atomic<std::uintptr_t> children_{0};  // see kChildrenClosed
-  std::exception_ptr error_;             // written by the settler before `done`, read after it
-  Continuation continuation_ = nullptr;  // written before kContinuation is set, read by the settler
-  void* continuationArg_ = nullptr;      // ditto
+  std::atomic<std::uintptr_t> children_{0};     // see kChildrenClosed
+  std::exception_ptr error_;                    // written by the settler before `done`, read after it
+  Continuation continuation_ = nullptr;         // written before kContinuation is set, read by the settler
+  void* continuationArg_ = nullptr;             // ditto
   std::atomic<TokenLink*> tokenLink_{nullptr};  // linkToken(); taken (exchange) and released by the settler
   // (From here: what a settling thread on another core does not touch, so
   // that the parent's release of a child costs no extra transfer.)
   const int priority_;
+  // The task's name (TaskOptions::name) as a TaskNames id; 0: unnamed. Fills
+  // the gap before sourceStorage_: naming costs an unnamed task nothing.
+  std::uint32_t nameId_ = 0;
   alignas(CancellationSource) unsigned char sourceStorage_[sizeof(CancellationSource)];  // see tokenStage_
   // This task's place in its parent's children list: the next (older)
   // sibling, written by whoever holds the list (the parent's thread while it

@@ -1,0 +1,83 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "coexec/Export.h"
+#include "coexec/PoolStats.h"
+
+namespace coexec {
+
+/// What a pool thread was doing when ThreadPoolExecutor::dumpThreads() looked.
+enum class WorkerState : std::uint8_t {
+  idle,     ///< between items, or spinning for work before it parks
+  running,  ///< running a task, or a coroutine resuming on the pool
+  parked,   ///< asleep, waiting for work (uses no CPU)
+};
+
+/// "IDLE", "RUNNING" or "PARKED". Never blocks, never throws.
+COEXEC_EXPORT std::string_view toString(WorkerState state) noexcept;
+
+/// One pool thread in a ThreadDump.
+///
+/// Thread safety: a plain value; copy freely.
+struct WorkerDump {
+  std::string name;  ///< the thread's name, "<pool name>-<n>"
+  WorkerState state = WorkerState::idle;
+  /// True while the thread runs a task (submitted, executed, or due from a
+  /// schedule; a coroutine task until it first suspends). False while it
+  /// resumes a suspended coroutine (state running, no task age) or does not
+  /// run anything.
+  bool runningTask = false;
+  /// How long the running task has run, 0 without one. Measured on the
+  /// coarse monotonic clock (CLOCK_MONOTONIC_COARSE, whatever the pool's
+  /// clock): a resolution of a few milliseconds, so a task that started in
+  /// the last tick shows 0.
+  std::chrono::nanoseconds taskAge{0};
+  std::string taskName;            ///< the running task's TaskOptions::name; empty if unnamed or none
+  std::size_t localQueueSize = 0;  ///< tasks this thread submitted that wait in its local queue
+};
+
+/// A snapshot of what a pool's threads are doing: its statistics and one
+/// WorkerDump per live thread, in the order the threads were started. Taken
+/// under the pool's lock; each worker's state, task and age are read at
+/// their own instant without stopping the worker (a worker may finish its
+/// task a moment after it was read).
+///
+/// Thread safety: a plain value; copy freely.
+struct ThreadDump {
+  PoolStats stats;
+  std::vector<WorkerDump> workers;
+  /// Threads of RejectionPolicy::newThreadRuns() running rejected tasks
+  /// now (they are not workers and are not listed).
+  std::size_t temporaryThreads = 0;
+};
+
+}  // namespace coexec
+
+/// Formats a WorkerState as toString() names it; takes a string's format specs.
+template <>
+struct COEXEC_EXPORT fmt::formatter<coexec::WorkerState> : fmt::formatter<std::string_view> {
+  fmt::format_context::iterator format(coexec::WorkerState state, fmt::format_context& ctx) const;
+};
+
+/// Formats a WorkerDump on one line: `io-1 RUNNING task 'resize' for 1.204s,
+/// local queue 3`, `io-2 RUNNING a coroutine, local queue 0`, `io-3 PARKED,
+/// local queue 0` (an unnamed task shows as `task (unnamed)`).
+template <>
+struct COEXEC_EXPORT fmt::formatter<coexec::WorkerDump> : fmt::formatter<std::string_view> {
+  fmt::format_context::iterator format(const coexec::WorkerDump& worker, fmt::format_context& ctx) const;
+};
+
+/// Formats a ThreadDump: the PoolStats line, then one indented line per
+/// worker (see WorkerDump), then `  temporary threads: N` if there are any.
+template <>
+struct COEXEC_EXPORT fmt::formatter<coexec::ThreadDump> : fmt::formatter<std::string_view> {
+  fmt::format_context::iterator format(const coexec::ThreadDump& dump, fmt::format_context& ctx) const;
+};

@@ -1,0 +1,84 @@
+// RejectionPolicy::newThreadRuns(): a rejected task run on a temporary
+// thread, outside the pool's bounds.
+//
+// Invariants:
+// - temporaryThreads_ (guarded by mutex_) counts the temporary threads from
+//   the reservation of their place until their task has run and every
+//   reference they held is dropped; the pool does not terminate while it is
+//   above 0 (tryTerminateLocked), and the thread that brings it to 0
+//   terminates the pool if it is done, under the lock, as the last thing it
+//   does with the pool (close() frees the pool only after it has taken the
+//   lock and seen TERMINATED).
+// - A place is reserved only while the pool is RUNNING and below the cap.
+
+#include <pthread.h>
+
+#include <exception>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "coexec/ThreadPoolExecutor.h"
+#include "pool/PoolImpl.h"
+
+namespace coexec::detail {
+
+/// What a temporary thread runs: the task and the thread's name.
+struct TemporaryJob {
+  PendingTask task;
+  std::string threadName;
+};
+
+bool PoolImpl::runOnTemporaryThread(PendingTask& task, std::size_t maxThreads) {
+  std::size_t number = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (state_ != PoolState::running || temporaryThreads_ >= maxThreads) return false;
+    ++temporaryThreads_;
+    ++temporaryThreadRuns_;
+    number = ++temporaryThreadsStarted_;
+  }
+  auto job = std::make_unique<TemporaryJob>();
+  try {
+    job->threadName = fmt::format("{}-tmp-{}", name_, number);
+    job->task = std::move(task);
+    TemporaryJob* const raw = job.get();
+    std::thread([this, raw] { runTemporary(std::unique_ptr<TemporaryJob>(raw)); }).detach();
+    (void)job.release();  // the thread owns it now
+    return true;
+  } catch (...) {                                        // std::bad_alloc, or std::system_error: no thread
+    if (job->task.valid()) task = std::move(job->task);  // back to the caller, for the abort
+    std::unique_lock lock(mutex_);
+    --temporaryThreads_;
+    --temporaryThreadRuns_;
+    tryTerminateLocked(lock);
+    return false;
+  }
+}
+
+void PoolImpl::runTemporary(std::unique_ptr<TemporaryJob> job) noexcept {
+  pthread_setname_np(pthread_self(), job->threadName.substr(0, 15).c_str());
+  {
+    // A submitted task's failure nobody reads is reported, as on a worker.
+    const Ref<TaskCore> core = job->task.core_;
+    const bool watched = core->hasFuture() && !core->isCoroutine();
+    try {
+      job->task.run();
+    } catch (...) {  // an execute() task's exception: nobody else can take it
+      const std::exception_ptr error = std::current_exception();
+      if (!isOperationCancelled(error)) {
+        reportUncaught(error, TaskInfo{name_, job->threadName, false, core->priority(), core->name()});
+      }
+    }
+    if (watched && core->failedOnItsOwn()) sink_->armIfUnread(*core, job->threadName);
+  }  // the task's references go here (its captures, maybe its report), while the pool is alive
+  job.reset();
+  std::unique_lock lock(mutex_);
+  --temporaryThreads_;
+  tryTerminateLocked(lock);
+  // The lock is released last: the pool may be freed as soon as it is.
+}
+
+}  // namespace coexec::detail
