@@ -19,6 +19,7 @@
 #include "coexec/Sleep.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
+#include "coexec/TaskLocal.h"
 #include "coexec/TaskGroup.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/ThreadPoolOptions.h"
