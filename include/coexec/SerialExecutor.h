@@ -55,6 +55,11 @@ class LaneHopAwaiter;
 /// Thread safety: every member may be called from any thread, concurrently.
 /// Order is the order in which submit()/execute() calls take the lane's lock:
 /// calls from one thread are in program order.
+///
+/// \note A lane task that waits for a later task of its own lane (get(), or
+/// co_await of its Future) never finishes: the later task waits for it.
+/// Destroying a lane on a thread of its pool blocks that thread until the
+/// lane has drained, which can deadlock a pool whose threads are all needed.
 class COEXEC_EXPORT SerialExecutor {
  public:
   /// A lane on `pool`. Never blocks; allocates the lane's state.
