@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +24,9 @@
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
+#include "coexec/AsCompleted.h"
+#include "coexec/TaskGroup.h"
+#include "coexec/WhenAll.h"
 #include "coexec/WithTimeout.h"
 
 using coexec::Future;
@@ -232,4 +236,38 @@ TEST_CASE("many tasks with different values interleaving on two workers each see
     f.get();
   CHECK(checks.load() == tasks * 4);
   CHECK(mismatches.load() == 0);
+}
+
+TEST_CASE("after awaiting a combinator, the coroutine's submissions still carry its bindings",
+          "[tasklocal][combinators]") {
+  ThreadPoolExecutor pool(poolOf("tl", 2));
+  Future<std::vector<std::string>> seen = pool.submit([&]() -> Task<std::vector<std::string>> {
+    TaskLocal<std::string>::Scope scope(requestId, "after");
+    std::vector<std::string> log;
+    auto probe = [&pool]() -> Future<std::string> { return pool.submit([] { return idOrDash(); }); };
+
+    Future<int> a = pool.submit([] { return 1; });
+    Future<int> b = pool.submit([] { return 2; });
+    auto both = coexec::whenAll(a, b);
+    (void)co_await both;
+    Future<std::string> afterWhenAll = probe();
+    log.push_back(co_await afterWhenAll);
+
+    std::vector<Future<int>> futures;
+    futures.push_back(pool.submit([] { return 3; }));
+    auto completions = coexec::asCompleted(std::move(futures));
+    while (std::optional<Future<int>> done = co_await completions.next())
+      (void)done->get();
+    Future<std::string> afterAsCompleted = probe();
+    log.push_back(co_await afterAsCompleted);
+
+    coexec::TaskGroup group(pool);
+    Future<int> child = group.spawn([] { return 4; });
+    co_await group.join();
+    (void)child.get();
+    Future<std::string> afterJoin = probe();
+    log.push_back(co_await afterJoin);
+    co_return log;
+  });
+  CHECK(seen.get() == std::vector<std::string>{"after", "after", "after"});
 }
