@@ -275,9 +275,14 @@ class NextAwaiter {
   bool await_ready() const { return queue_->ready(); }
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> awaiting) {
-    return suspend(awaiting, taskContextOf(awaiting));
+    TaskContext* const context = taskContextOf(awaiting);
+    task_ = taskOf(context);
+    suspendCalled_ = true;
+    return suspend(awaiting, context);
   }
   std::optional<Future<R>> await_resume() {
+    // The coroutine goes on: its task's code again (see currentTask()).
+    if (suspendCalled_) setCurrentTask(task_);
     registration_.reset();
     if (cancelled_) throw OperationCancelled();
     return queue_->take();
@@ -318,6 +323,8 @@ class NextAwaiter {
   ParkedCoroutine parked_;
   bool cancelled_ = false;       // written before the resumption (under the queue's mutex, or while arming)
   bool cancelledEarly_ = false;  // guarded by the queue's mutex
+  bool suspendCalled_ = false;    // await_suspend ran: task_ is the coroutine's task
+  TaskCore* task_ = nullptr;
   // Last, so destroyed first: its destructor waits for cancelFor() running
   // on another thread.
   std::optional<CancellationRegistration> registration_;

@@ -259,9 +259,14 @@ class COEXEC_EXPORT JoinAwaiter {
   bool await_ready() const { return group_->idle(); }
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> awaiting) {
-    return suspend(awaiting, taskContextOf(awaiting));
+    TaskContext* const context = taskContextOf(awaiting);
+    task_ = taskOf(context);
+    suspendCalled_ = true;
+    return suspend(awaiting, context);
   }
   void await_resume() {
+    // The coroutine goes on: its task's code again (see currentTask()).
+    if (suspendCalled_) setCurrentTask(task_);
     registration_.reset();
     group_->joined(*this);
   }
@@ -274,6 +279,8 @@ class COEXEC_EXPORT JoinAwaiter {
   ParkedCoroutine parked_;
   bool cancelled_ = false;       // written before the resumption (under the group's mutex, or here)
   bool cancelledEarly_ = false;  // guarded by the group's mutex
+  bool suspendCalled_ = false;    // await_suspend ran: task_ is the coroutine's task
+  TaskCore* task_ = nullptr;
   // Last, so destroyed first: its destructor waits for cancelFor() running
   // on another thread.
   std::optional<CancellationRegistration> registration_;

@@ -34,6 +34,7 @@ class PoolImpl;
 class ResumeOnAwaiter;
 class TimerService;
 struct CombinatorAccess;
+struct LaneAccess;
 template <class Range, bool Any>
 class InvokeAwaitable;
 
@@ -549,6 +550,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   friend class RejectionPolicy;
   friend class detail::ResumeOnAwaiter;
   friend struct detail::CombinatorAccess;  // the combinators (InvokeAll, WhenAll, AsCompleted, TaskGroup)
+  friend struct detail::LaneAccess;        // SerialExecutor and KeyedExecutor (detail/LaneAccess.h)
 
   template <bool HasFuture, class F>
   static PendingTask makeTask(F&& f, int priority, const char* operation) {

@@ -45,6 +45,7 @@
 #include <fmt/format.h>
 
 #include "coexec/Clock.h"
+#include "coexec/detail/Bindings.h"
 #include "scheduler/TimerService.h"
 
 namespace coexec::detail {
@@ -58,6 +59,8 @@ bool TimeoutState::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
     // A new task, still ours alone: linked to the awaiting task now, so that
     // cancelling the awaiting task cancels it. If that task is cancelled
     // already, the work never starts.
+    // It sees the awaiting code's TaskLocal bindings, as a Task it awaited would.
+    inheritBindings(work, self);
     if (self != nullptr && self->cancellable() && !self->adoptChild(work)) work.cancelFromLink();
   } else if (context != nullptr && !work.isChildOf(self)) {
     const CancellationToken token = context->cancellationToken();  // may throw std::bad_alloc

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "pool/PoolImpl.h"
+#include "coexec/detail/Bindings.h"
 #include "coexec/detail/Time.h"
 
 namespace coexec {
@@ -232,11 +233,12 @@ void ThreadPoolExecutor::admitUnlinked(PendingTask task) {
 bool ThreadPoolExecutor::linkToCaller(PendingTask& task, const CancellationToken* token) {
   detail::TaskCore& core = *task.core_;
   bool cancelled = false;
+  detail::TaskCore* const parent = detail::currentTask();
+  // The code that submits the task lends it its TaskLocal bindings.
+  detail::inheritBindings(core, parent);
   // The running task (of any pool) whose body submits this one: its child.
   // A parent nothing can cancel gets no list (fire-and-forget callables).
-  if (detail::TaskCore* parent = detail::currentTask(); parent != nullptr && parent->cancellable()) {
-    cancelled = !parent->adoptChild(core);
-  }
+  if (parent != nullptr && parent->cancellable()) cancelled = !parent->adoptChild(core);
   if (!cancelled && token != nullptr) cancelled = !core.linkToken(*token);  // may throw: the task is then dropped
   if (!cancelled) return true;
   // Cancelled before admission: settled at once (if the token's callback has

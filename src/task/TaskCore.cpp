@@ -141,6 +141,7 @@ TaskCore::~TaskCore() {
   delete tokenLink_.load(std::memory_order_relaxed);
   assert((children_.load(std::memory_order_relaxed) & ~kClosedSettled) == 0 && "a task with children must settle");
   if (tokenStage_.load(std::memory_order_relaxed) == kTokenReady) source().~CancellationSource();
+  if (bindings != nullptr) releaseBindings(bindings);
 }
 
 CancellationToken TaskCore::token() const noexcept { return hasToken() ? source().token() : CancellationToken(); }

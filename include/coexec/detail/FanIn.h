@@ -227,12 +227,18 @@ class FanInAwaiter {
   bool await_ready() { return awaitable_->ready(); }
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> awaiting) {
-    return awaitable_->start(awaiting, taskContextOf(awaiting));
+    TaskContext* const context = taskContextOf(awaiting);
+    task_ = taskOf(context);
+    return awaitable_->start(awaiting, context);
   }
-  typename Awaitable::Result await_resume() { return awaitable_->result(); }
+  typename Awaitable::Result await_resume() {
+    setCurrentTask(task_);  // the coroutine goes on: its task's code again (see currentTask())
+    return awaitable_->result();
+  }
 
  private:
   Awaitable* awaitable_;
+  TaskCore* task_ = nullptr;  // the awaiting coroutine's task
 };
 
 /// Throws TimeoutError for a combinator whose deadline passed. Never returns.

@@ -65,7 +65,9 @@ COEXEC_EXPORT void resume(std::coroutine_handle<> handle) noexcept;
 /// - by TaskCore::run() while a callable's body runs;
 /// - for a coroutine task, on its first start (CoroutineTask), and each time
 ///   the coroutine goes on after a coexec co_await that suspended (Future,
-///   sleep, resumeOn, a Task's return to its awaiter: their await_resume()
+///   sleep, resumeOn, a Task's return to its awaiter, the combinators
+///   (invokeAll/invokeAny, whenAll/whenAny, asCompleted, TaskGroup::join),
+///   withTimeout, resumeOn(lane): their await_resume()
 ///   sets it to the task of the coroutine's TaskContext, or null for a
 ///   coroutine that runs for no pool task);
 /// and restored by whoever resumed the coroutine when control comes back to

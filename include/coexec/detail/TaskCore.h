@@ -60,6 +60,9 @@ class QueuedCancelListener : public RefCounted {
 };
 
 class TokenLink;
+class BindingNode;
+/// Drops one reference to a TaskLocal binding list (detail/Bindings.h).
+COEXEC_EXPORT void releaseBindings(BindingNode* bindings) noexcept;
 
 /// Tells whoever cares about a task's failure that nobody read it (the pool
 /// that ran the task: its uncaught-exception handler). Owned by the task it
@@ -387,6 +390,11 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// Told by requestCancel() when it cancels the task while queued; set
   /// before the task is published to another thread, then never changed.
   Ref<QueuedCancelListener> cancelListener;
+  /// The TaskLocal bindings the task's code sees (one counted reference, or
+  /// null): inherited at admission from the code that submitted it, then
+  /// changed only by the task's own code (TaskLocal::Scope). See
+  /// detail/Bindings.h.
+  BindingNode* bindings = nullptr;
 };
 
 /// Storage for a task's value: an object, a reference, or nothing.
