@@ -351,7 +351,9 @@ TEST_CASE("Futures dropped on another thread while their tasks fail: every failu
   Reports reports;
   const int rounds = static_cast<int>(coexec::test::stressSize(600, 6));
   ThreadPoolOptions options = reportingPool(reports, "race", 2);
-  options.workQueue = WorkQueue::bounded(4);
+  // Unbounded: the rounds do not wait for their task to end, so a bounded
+  // queue could fill and refuse a round on a busy machine.
+  options.workQueue = WorkQueue::unbounded();
   ThreadPoolExecutor pool(std::move(options));
   for (int i = 0; i < rounds; ++i) {
     auto gate = std::make_shared<Gate>();
