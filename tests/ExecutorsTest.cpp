@@ -89,15 +89,31 @@ TEST_CASE("Executors::fixedUnbounded has an unbounded queue and n threads", "[ex
   CHECK(pool.workQueue().kind() == WorkQueue::Kind::unbounded);
 }
 
-TEST_CASE("Executors::cached has core 0, max maxThreads, a 60 s keep-alive and a bounded queue", "[executors]") {
+TEST_CASE("Executors::cached: maxThreads core threads that time out after 60 s, and a bounded queue", "[executors]") {
   ThreadPoolExecutor pool(Executors::cached(16, 50));
   checkCommon(pool, "cached");
   const PoolStats stats = pool.stats();
-  CHECK(stats.corePoolSize == 0);
+  CHECK(stats.corePoolSize == 16);
   CHECK(stats.maximumPoolSize == 16);
   CHECK(stats.queueCapacity == 50);
   CHECK(pool.keepAliveTime() == 60s);
+  CHECK(pool.allowsCoreThreadTimeOut());
   CHECK(pool.workQueue().kind() == WorkQueue::Kind::bounded);
+}
+
+TEST_CASE("Executors::cached with a queue starts a thread per busy task up to maxThreads before anything waits",
+          "[executors]") {
+  Gate gate;
+  Counter started;
+  ThreadPoolExecutor pool(Executors::cached(3, 10, "grow"));
+  OpenOnExit release(gate);
+  executeBlocked(pool, 3, started, gate);
+  REQUIRE(started.waitFor(3));  // all three run at once: none waits in the queue behind a single thread
+  const PoolStats stats = pool.stats();
+  CHECK(stats.poolSize == 3);
+  CHECK(stats.queueSize == 0);
+  pool.execute([] {});  // the fourth waits: every thread is busy
+  CHECK(pool.stats().queueSize + pool.stats().localQueueSize == 1);
 }
 
 TEST_CASE("Executors::cached with capacity 0 is a hand-off: a thread per busy task up to maxThreads, then refusal",

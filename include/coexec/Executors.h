@@ -46,19 +46,20 @@ class COEXEC_EXPORT Executors {
   /// \throws std::invalid_argument naming `n` if it is 0, `name` if empty.
   static ThreadPoolOptions fixedUnbounded(std::size_t n, std::string name = "fixed");
 
-  /// Threads on demand, up to `maxThreads`, each exiting after 60 s idle
-  /// (core 0, keep-alive 60 s), and the `abort()` policy.
+  /// Threads on demand, up to `maxThreads`, each exiting after 60 s idle,
+  /// and the `abort()` policy: core and maximum are both `maxThreads`, with
+  /// `allowCoreThreadTimeOut` (keep-alive 60 s). So a task starts a new
+  /// thread while fewer than `maxThreads` exist, and the pool shrinks to no
+  /// thread when idle.
   ///
   /// - `capacity == 0`: a `synchronous()` hand-off, which is Java's
   ///   `newCachedThreadPool()` with a cap on threads: a task runs at once on
   ///   an idle thread or on a new one, and is refused once `maxThreads` are
   ///   busy.
-  /// - `capacity > 0`: a `bounded(capacity)` queue. Admission keeps Java's
-  ///   order (core -> queue -> extra thread), and the core is 0, so the pool
-  ///   runs one thread while the queue has room and grows towards
-  ///   `maxThreads` only once it is full; then it refuses. Choose this for
-  ///   bursty work that may wait; choose 0 for work that should start at
-  ///   once.
+  /// - `capacity > 0`: a `bounded(capacity)` queue behind the `maxThreads`
+  ///   threads: tasks wait only once every thread exists and is busy, and
+  ///   are refused once the queue is full too. (A core of 0, as in Java's
+  ///   factory, would run one thread until the queue filled up.)
   ///
   /// Java's cached pool has maximumPoolSize Integer.MAX_VALUE: a burst of
   /// slow tasks makes one thread each until memory or the kernel's thread

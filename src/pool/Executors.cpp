@@ -51,9 +51,13 @@ ThreadPoolOptions Executors::fixedUnbounded(std::size_t n, std::string name) {
 ThreadPoolOptions Executors::cached(std::size_t maxThreads, std::size_t capacity, std::string name) {
   requirePositive("cached", "maxThreads", maxThreads);
   requireName("cached", name);
-  ThreadPoolOptions options =
-      preset(std::move(name), 0, maxThreads, capacity == 0 ? WorkQueue::synchronous() : WorkQueue::bounded(capacity));
+  // Every thread is a core thread that times out: the pool grows to
+  // maxThreads before it queues anything (a core of 0 would run one thread
+  // until the queue is full), and shrinks to nothing when idle.
+  ThreadPoolOptions options = preset(std::move(name), maxThreads, maxThreads,
+                                     capacity == 0 ? WorkQueue::synchronous() : WorkQueue::bounded(capacity));
   options.keepAliveTime = kCachedKeepAlive;
+  options.allowCoreThreadTimeOut = true;
   return options;
 }
 
