@@ -18,4 +18,5 @@
 #include <asio.hpp>
 
 #include "coexec/asio/AsioPoolExecutor.h"
+#include "coexec/asio/AsioScheduler.h"
 #include "coexec/asio/AsyncWait.h"
