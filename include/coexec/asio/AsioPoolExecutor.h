@@ -113,7 +113,7 @@ class PoolFunction {
 /// policy throws RejectedExecution (`abort()`; `block()` after its timeout;
 /// after shutdown, every built-in policy), the refused function runs at
 /// once in the calling thread instead, as under `callerRuns()`, and the
-/// refusal counts in `rejectedCount` (and reaches the onRejected hook): a
+/// refusal counts in `rejectedCount`: a
 /// refused `asio::post` or `dispatch` runs the function inside the call; a
 /// refused co_spawn runs the coroutine in the caller of co_spawn, and a
 /// refused hop back runs it on in the thread that completed the awaited
