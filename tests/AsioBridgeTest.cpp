@@ -635,3 +635,31 @@ TEST_CASE("a cancellation signal racing the task's settlement completes once, wi
   REQUIRE(aborted > 0);
   REQUIRE(valued > 0);
 }
+
+TEST_CASE("graceful shutdown: io.run() returns once the accepted requests' pool work is done, then the pool terminates",
+          "[asio][asyncWait][shutdown]") {
+  ThreadPoolExecutor pool(taggedPool("pool", 2, 2, WorkQueue::bounded(64)));
+  asio::io_context io;
+  Gate gate;  // holds the pool work until every request is in flight
+  int answered = 0;
+  constexpr int kRequests = 8;
+  for (int i = 0; i < kRequests; ++i) {
+    asio::co_spawn(
+        io,
+        [&, i]() -> asio::awaitable<void> {
+          auto f = pool.submit([&gate, i] {
+            gate.wait();
+            return i;
+          });
+          if (co_await asyncWait(f, asio::use_awaitable) == i) ++answered;
+        },
+        asio::detached);
+  }
+  // No request is accepted after this point; the ones in flight finish.
+  asio::post(io, [&] { gate.open(); });
+  io.run();  // returns only when every request, with its pool work, is done
+  REQUIRE(answered == kRequests);
+  pool.shutdown();
+  REQUIRE(pool.awaitTermination(kLong));
+  REQUIRE(pool.stats().completedTaskCount == kRequests);
+}

@@ -253,7 +253,7 @@ class AsyncWaitOperation {
     if (slot.is_connected()) slot.clear();
     OwnAllocator allocator = this->allocator();
     Handler handler(std::move(handler_));
-    WorkExecutor work(std::move(work_));  // released after the handler has run
+    [[maybe_unused]] WorkExecutor work(std::move(work_));  // released after the handler has run
     Ref<ResultCore<R>> core = std::move(core_);
     const bool aborted = aborted_;
     destroy(this, allocator);
