@@ -60,6 +60,9 @@ concept AsioExecutor = asio::execution::is_executor<E>::value;
 /// does not return while a spawned task is unfinished.
 /// \throws std::invalid_argument if `task` is empty; std::logic_error if it
 /// was already started; std::bad_alloc.
+///
+/// Thread safety: may be called from any thread, concurrently (as
+/// asio::post); the Future is a Future (one consumer).
 /// \note The executor's context must run until the coroutine has finished:
 /// a coroutine left suspended in a destroyed io_context is never resumed
 /// and its frame is never freed. An executor whose context is not an
@@ -84,6 +87,9 @@ template <class T>
 /// Never blocks; never rejected (an io_context has no admission).
 /// \throws std::bad_alloc (from the `co_await`: the coroutine then goes on
 /// where it was).
+///
+/// Thread safety: the awaiter belongs to the awaiting coroutine; `executor`
+/// is copied into it.
 /// \note The executor's context must run until the coroutine leaves it or
 /// finishes.
 template <AsioExecutor Executor>
