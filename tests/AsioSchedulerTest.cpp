@@ -1,7 +1,7 @@
-// The Asio bridge, second half: coexec Tasks on an Asio executor. spawn()
+// coexec Tasks on an Asio executor (AsioScheduler.h): spawn()
 // and its Future, resumeOn() hops between an io_context and a pool, and
 // sleeps on the io_context's timers.
-#include "coexec/asio.h"
+#include "coexec/asio/AsioScheduler.h"
 
 #include <chrono>
 #include <stdexcept>
