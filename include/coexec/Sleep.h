@@ -26,7 +26,9 @@ class SleepAwaiter;
 /// Never blocks a thread. The time is that of the timer service of the
 /// scheduler the coroutine runs on when it awaits: on a pool, the pool's
 /// service and clock (the steady clock unless the pool was given another
-/// one); elsewhere (syncWait(), a plain thread) the process-wide service on
+/// one); on a scheduler with timers of its own (a Task on an io_context,
+/// through the Asio bridge: docs/asio.md), those timers, on the steady
+/// clock; elsewhere (syncWait(), a plain thread) the process-wide service on
 /// the steady clock, whose one thread is started by the first sleep and is
 /// asleep while no timer is due. The deadline is that clock's now() plus `d`,
 /// read when the coroutine awaits (not when sleepFor() is called). A zero or
@@ -113,7 +115,21 @@ class COEXEC_EXPORT SleepAwaiter {
   bool relative_ = false;
   bool cancelled_ = false;  // the sleep ended by cancellation; written by whoever resumes the coroutine
   std::atomic<std::uint8_t> state_{0};
+  // The timer of a scheduler with SleepTimers of its own; its hold is
+  // dropped after registration_ is destroyed (C may fire it until then).
+  struct ForeignTimer {
+    SleepTimers* timers = nullptr;
+    void* handle = nullptr;
+    ForeignTimer() = default;
+    ForeignTimer(const ForeignTimer&) = delete;
+    ForeignTimer& operator=(const ForeignTimer&) = delete;
+    ~ForeignTimer() {
+      if (handle != nullptr) timers->release(handle);
+    }
+  };
+
   // Written by await_suspend before it sets kSuspended, read after it.
+  ForeignTimer foreign_;  // or:
   TimerService* service_ = nullptr;
   std::uint32_t timerSlot_ = 0;  // the timer's TimerId
   std::uint32_t timerGeneration_ = 0;
