@@ -122,7 +122,7 @@ std::optional<HttpParseResult> parseRequestLine(std::string_view line, HttpReque
     if (slash == kScheme.size()) return error(400, "The request target's URL has no host.");
     path = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
     if (path.front() == '?') {
-      request.path = "/";
+      request.path.assign(1, '/');  // not `= "/"`: GCC 12 -O2 warns about it (-Wrestrict, a false positive)
       request.query = std::string(path.substr(1));
       return std::nullopt;
     }
