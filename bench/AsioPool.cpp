@@ -290,6 +290,32 @@ void invokeAll64(bench::Run& run) {
   bench::expectCount("sum of the last results", static_cast<std::size_t>(sum), 63 * rounds);
 }
 
+// W8: a coroutine on an io_context (run by this thread) sends trivial work
+// to a pool of 2 and comes back, one round trip at a time:
+// co_await co_spawn(pool, trivial, use_awaitable). Mean and p99 per round trip.
+void ioRoundTrip(bench::Run& run) {
+  asio::thread_pool pool(2);
+  asio::io_context io;
+  const std::size_t n = run.count(100'000);
+  std::vector<double> latencies(n);
+  long sum = 0;
+  run.perOp("round trip", static_cast<double>(n), [&] {
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          for (std::size_t i = 0; i < n; ++i) {
+            const auto start = bench::Clock::now();
+            sum += co_await asio::co_spawn(pool, trivial(static_cast<int>(i % 2)), asio::use_awaitable);
+            latencies[i] = std::chrono::duration<double, std::nano>(bench::Clock::now() - start).count();
+          }
+        },
+        asio::detached);
+    io.run();
+  });
+  run.record("round trip p99", "ns", bench::Better::lower, bench::percentile(latencies, 0.99));
+  bench::expectCount("sum of the results", static_cast<std::size_t>(sum), n / 2);
+}
+
 // Idle: CPU used by a pool of 2 with nothing to do, after a burst of work.
 void idle(bench::Run& run) {
   bench::Countdown done;
@@ -324,6 +350,10 @@ const bench::Workload kWorkloads[] = {
      "10,000 rounds of 64 co_spawn(strand, trivial coroutine) joined by experimental::make_parallel_group "
      "(wait_for_one_error) into a vector, the round co_spawned on a strand and waited with use_future",
      invokeAll64},
+    {"W8",
+     "100,000 round trips io_context -> pool of 2 -> io_context from a coroutine on the io_context: co_await "
+     "co_spawn(thread_pool, trivial coroutine, use_awaitable)",
+     ioRoundTrip},
     {"idle", "process CPU of an idle pool of 2 over 2 s, after its spin window", idle},
 };
 

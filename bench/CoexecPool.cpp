@@ -5,6 +5,7 @@
 #include <chrono>
 #include <vector>
 
+#include <coexec/asio.h>
 #include <coexec/coexec.h>
 
 #include "CoexecTasks.h"
@@ -216,6 +217,34 @@ void invokeAll64(bench::Run& run) {
   bench::expectCount("sum of the last results", static_cast<std::size_t>(sum), 63 * rounds);
 }
 
+// W8: a coroutine on an io_context (run by this thread) sends trivial work
+// to a pool of 2 and comes back, one round trip at a time:
+// auto f = pool.submit(trivial); co_await coexec::asyncWait(f, use_awaitable).
+// Mean and p99 per round trip.
+void ioRoundTrip(bench::Run& run) {
+  Pool p(2);
+  asio::io_context io;
+  const std::size_t n = run.count(100'000);
+  std::vector<double> latencies(n);
+  long sum = 0;
+  run.perOp("round trip", static_cast<double>(n), [&] {
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          for (std::size_t i = 0; i < n; ++i) {
+            const auto start = bench::Clock::now();
+            auto f = p.pool.submit(bench::Trivial{static_cast<int>(i % 2)});
+            sum += co_await coexec::asyncWait(f, asio::use_awaitable);
+            latencies[i] = std::chrono::duration<double, std::nano>(bench::Clock::now() - start).count();
+          }
+        },
+        asio::detached);
+    io.run();
+  });
+  run.record("round trip p99", "ns", bench::Better::lower, bench::percentile(latencies, 0.99));
+  bench::expectCount("sum of the results", static_cast<std::size_t>(sum), n / 2);
+}
+
 // Idle: CPU used by a pool of 2 with nothing to do, after a burst of work.
 void idle(bench::Run& run) {
   bench::Countdown done;
@@ -246,6 +275,10 @@ const bench::Workload kWorkloads[] = {
      "f counts; timed from the first schedule to the last run",
      timerFire},
     {"W7", "10,000 rounds of co_await pool.invokeAll(64 trivial tasks) -> std::vector<int>, in syncWait", invokeAll64},
+    {"W8",
+     "100,000 round trips io_context -> pool of 2 -> io_context from an Asio coroutine on the io_context: auto f = "
+     "pool.submit(trivial); co_await coexec::asyncWait(f, use_awaitable)",
+     ioRoundTrip},
     {"idle", "process CPU of an idle pool of 2 over 2 s, after its spin window", idle},
 };
 

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
       {"W6.cancel", "each: RSS growth after", "", -inf, 4, "W6: RSS flat: 1,000,000 schedule+cancel leave below 4 MB"},
       {"W7", "rounds/s", "asio", 1.0, inf, "W7: invokeAll of 64 >= asio's co_spawn + make_parallel_group rounds/s"},
       {"W7", "rounds/s", "tbb", 0.75, inf, "W7: invokeAll of 64 >= 0.75x TBB task_group rounds/s"},
+      {"W8", "round trip", "asio", 0, 1.0, "W8: io_context -> pool -> io_context round trip <= asio's"},
   };
   return bench::reportMain(argc, argv, goals);
 }

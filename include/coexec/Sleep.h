@@ -113,7 +113,21 @@ class COEXEC_EXPORT SleepAwaiter {
   bool relative_ = false;
   bool cancelled_ = false;  // the sleep ended by cancellation; written by whoever resumes the coroutine
   std::atomic<std::uint8_t> state_{0};
+  // The timer of a scheduler with SleepTimers of its own; its hold is
+  // dropped after registration_ is destroyed (C may fire it until then).
+  struct ForeignTimer {
+    SleepTimers* timers = nullptr;
+    void* handle = nullptr;
+    ForeignTimer() = default;
+    ForeignTimer(const ForeignTimer&) = delete;
+    ForeignTimer& operator=(const ForeignTimer&) = delete;
+    ~ForeignTimer() {
+      if (handle != nullptr) timers->release(handle);
+    }
+  };
+
   // Written by await_suspend before it sets kSuspended, read after it.
+  ForeignTimer foreign_;  // or:
   TimerService* service_ = nullptr;
   std::uint32_t timerSlot_ = 0;  // the timer's TimerId
   std::uint32_t timerGeneration_ = 0;

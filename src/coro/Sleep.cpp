@@ -21,6 +21,13 @@
 // F only runs if the timer was not removed, and a removal after F started
 // fails, so "C's removal failed" and "F resumes" always go together.
 //
+// A scheduler with timers of its own (Scheduler::sleepTimers(), an
+// io_context's) has timers that cannot be removed, only made to fire at
+// once (fireNow): there S and C never win by removal; they fire the timer,
+// and F, seeing kCancelled, resumes with OperationCancelled. The handle
+// stays valid while held: the awaiter's hold is dropped after registration_
+// (so C may use it), and S holds it for the length of await_suspend.
+//
 // Nothing touches the awaiter once the coroutine may have resumed: after
 // setting kSuspended, S uses only locals until it knows it keeps the
 // coroutine (it returns false), since F or C may resume it the moment that
@@ -61,11 +68,12 @@ bool SleepAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
     }
   }
   Scheduler* const scheduler = currentScheduler();
-  TimerService* service = scheduler != nullptr ? scheduler->timerService() : nullptr;
+  SleepTimers* const foreign = scheduler != nullptr ? scheduler->sleepTimers() : nullptr;
+  TimerService* service = scheduler != nullptr && foreign == nullptr ? scheduler->timerService() : nullptr;
   const Clock::time_point now = service != nullptr ? service->clock().now() : steadyClock().now();
   const Clock::time_point deadline = relative_ ? saturatedAdd(now, delay_) : deadline_;
   if (deadline <= now) return false;
-  if (service == nullptr) service = &steadyTimerService();  // may throw std::system_error
+  if (service == nullptr && foreign == nullptr) service = &steadyTimerService();  // may throw std::system_error
 
   const bool retained = scheduler != nullptr && scheduler->retain();
   scheduler_ = scheduler;
@@ -84,7 +92,12 @@ bool SleepAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
         return false;  // no timer to remove
       }
     }
-    timer = service->schedule(deadline, &SleepAwaiter::fire, this);
+    if (foreign != nullptr) {
+      foreign_.handle = foreign->arm(deadline, &SleepAwaiter::fire, this);
+      foreign_.timers = foreign;
+    } else {
+      timer = service->schedule(deadline, &SleepAwaiter::fire, this);
+    }
   } catch (...) {
     registration_.reset();  // waits for a cancel() running on another thread: it did nothing (no kSuspended)
     if (retained) scheduler->release();
@@ -94,6 +107,17 @@ bool SleepAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
   timerGeneration_ = timer.generation;
   task_ = taskOf(context);
   suspended_ = true;  // undone below on the paths that do not suspend
+  // A foreign timer's handle, held for this call: the awaiter's own hold
+  // may go with the coroutine as soon as kSuspended is set.
+  void* const foreignTimer = foreign_.handle;
+  if (foreignTimer != nullptr) foreign->hold(foreignTimer);
+  struct DropHold {
+    SleepTimers* timers;
+    void* timer;
+    ~DropHold() {
+      if (timer != nullptr) timers->release(timer);
+    }
+  } dropHold{foreign, foreignTimer};
 
   // acq_rel: publishes the fields above to F and C (which read them after
   // seeing kSuspended), and lets us see what an earlier F or C saw.
@@ -106,6 +130,10 @@ bool SleepAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
     return false;
   }
   // Cancelled while we armed, timer pending or firing.
+  if (foreignTimer != nullptr) {
+    foreign->fireNow(foreignTimer);  // cannot be removed: F comes soon, sees kCancelled, and resumes
+    return true;
+  }
   if (!service->cancel(timer)) return true;  // firing: F sees kSuspended and kCancelled, and resumes
   if (retained) scheduler->release();
   cancelled_ = true;
@@ -129,6 +157,10 @@ void SleepAwaiter::cancel() noexcept {
   const std::uint8_t before = state_.fetch_or(kCancelled, std::memory_order_acq_rel);
   if (before != kSuspended) return;  // arming (await_suspend decides) or fired (F resumes)
   // Read while F may be resuming the coroutine: see the top of this file.
+  if (foreign_.handle != nullptr) {
+    foreign_.timers->fireNow(foreign_.handle);  // cannot be removed: F comes soon, sees kCancelled, and resumes
+    return;
+  }
   if (!service_->cancel(TimerId{timerSlot_, timerGeneration_})) return;  // firing: F resumes
   // The timer is gone (its slot freed at once) and F will never run: ours.
   cancelled_ = true;

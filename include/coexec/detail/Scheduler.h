@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <coroutine>
 
 #include "coexec/Export.h"
@@ -8,6 +9,41 @@ namespace coexec::detail {
 
 class TimerService;
 class TaskCore;
+
+/// Timers that a scheduler implemented outside the core keeps itself (an
+/// event loop's own timer queue, such as the Asio bridge's io_context
+/// timers), on the steady clock. The sleeps (sleepFor, sleepUntil) of
+/// coroutines running on such a scheduler wait there instead of in a
+/// TimerService.
+///
+/// A timer is armed once and fires once: its callback runs exactly once, on
+/// a thread of the scheduler, with that scheduler current. It cannot be
+/// removed: cancelling a sleep makes its timer fire at once. Its handle
+/// stays valid while its armer holds it: arm() gives one hold, hold() adds
+/// one, release() drops one (the timer itself lives until it has fired).
+///
+/// Thread safety: arm() is called on a thread of the scheduler (the sleeping
+/// coroutine's); hold(), fireNow() and release() from any thread, with a
+/// hold, concurrently with the callback running.
+class COEXEC_EXPORT SleepTimers {
+ public:
+  using Callback = void (*)(void* arg) noexcept;
+  /// Arms a timer that calls `callback(arg)` at or after `deadline` (or soon
+  /// after fireNow()); returns its handle. Never blocks.
+  /// \throws std::bad_alloc (nothing is armed).
+  virtual void* arm(std::chrono::steady_clock::time_point deadline, Callback callback, void* arg) = 0;
+  /// Makes the timer fire as soon as it can (it may be firing already).
+  /// Never blocks; never throws.
+  virtual void fireNow(void* timer) noexcept = 0;
+  /// Adds a hold on the handle. Never blocks; never throws.
+  virtual void hold(void* timer) noexcept = 0;
+  /// Drops a hold on the handle (the timer may still fire, once). Never
+  /// blocks; never throws.
+  virtual void release(void* timer) noexcept = 0;
+
+ protected:
+  ~SleepTimers() = default;
+};
 
 /// Where a suspended coroutine resumes: a pool, or the run loop of syncWait().
 /// Every thread has a current scheduler (null on plain threads); an awaiter
@@ -28,6 +64,10 @@ class COEXEC_EXPORT Scheduler {
   /// the clock this scheduler keeps time by (a pool's own); null for the
   /// process-wide steady-clock service. Never blocks; never throws.
   virtual TimerService* timerService() noexcept { return nullptr; }
+  /// The timers of its own that the sleeps of coroutines running here wait
+  /// in, if it has any (then timerService() is not used for sleeps); null
+  /// for the core's schedulers. Never blocks; never throws.
+  virtual SleepTimers* sleepTimers() noexcept { return nullptr; }
 
  protected:
   ~Scheduler() = default;

@@ -1,0 +1,22 @@
+#pragma once
+
+/// The Asio bridge (standalone Asio 1.22, `#include <asio.hpp>`): the one
+/// coexec header that brings in Asio. coexec.h and the core library never
+/// include Asio; this header is header-only and needs nothing but Asio's
+/// headers and coexec::coexec.
+///
+/// - asioExecutor(pool): an Asio executor that runs on a ThreadPoolExecutor,
+///   through its admission (AsioPoolExecutor.h);
+/// - asyncWait(future, token): an Asio asynchronous operation that waits for a
+///   coexec::Future and completes on the handler's executor (AsyncWait.h);
+/// - spawn(executor, task) and resumeOn(executor): coexec Tasks that run on an
+///   Asio executor (an io_context), with their sleeps on its timers
+///   (AsioScheduler.h).
+///
+/// See docs/asio.md.
+
+#include <asio.hpp>
+
+#include "coexec/asio/AsioPoolExecutor.h"
+#include "coexec/asio/AsioScheduler.h"
+#include "coexec/asio/AsyncWait.h"

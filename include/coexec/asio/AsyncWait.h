@@ -1,0 +1,328 @@
+#pragma once
+
+// Part of the Asio bridge (include <coexec/asio.h>): asyncWait, the Asio
+// asynchronous operation that waits for a coexec::Future.
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+#include <asio.hpp>
+
+#include "coexec/Future.h"
+#include "coexec/ThreadPoolExecutor.h"
+#include "coexec/detail/Ref.h"
+#include "coexec/detail/TaskCore.h"
+
+namespace coexec {
+
+namespace detail {
+template <class R>
+struct AsyncWaitSignature {
+  using type = void(std::exception_ptr, R);
+};
+template <>
+struct AsyncWaitSignature<void> {
+  using type = void(std::exception_ptr);
+};
+template <class R>
+struct AsyncWaitInitiation;
+template <class R>
+Ref<ResultCore<R>> asyncWaitCore(const Future<R>& future);
+}  // namespace detail
+
+/// The completion signature of asyncWait() on a Future<R>:
+/// `void(std::exception_ptr, R)`, or `void(std::exception_ptr)` for R = void.
+template <class R>
+using AsyncWaitSignature = typename detail::AsyncWaitSignature<R>::type;
+
+/// `asyncWait(future, token)`: an Asio asynchronous operation that completes
+/// when the task behind `future` settles, with its result: `(nullptr, value)`,
+/// or `(error, R{})` where `error` holds what the task threw (its own
+/// exception, OperationCancelled, RejectedExecution, BrokenPromise). Works
+/// with every completion token: `asio::use_awaitable`,
+/// `asio::experimental::deferred`, `asio::use_future`, a callback (usually
+/// bound to an executor with `asio::bind_executor`), and the
+/// `asio::experimental::as_tuple`-style adapters.
+///
+/// Borrows `future`: the operation keeps its own reference to the task's
+/// state, so `future` may even be destroyed before it completes. The result
+/// is consumed by the operation (a later `future.get()` throws
+/// std::logic_error); `isDone()`, `isCancelled()` and `cancel()` stay usable.
+/// With a deferred token the state is taken when asyncWait() is called, the
+/// wait starts when the deferred operation is launched.
+///
+/// Never blocks. Where the handler runs: on the handler's associated executor
+/// (for `use_awaitable`, the coroutine's own; for a callback without one,
+/// `asio::system_executor`), posted there (`blocking.never`) once the task
+/// has settled, never on a pool thread and never inside asyncWait() itself,
+/// even when the Future has settled already. Until then the operation holds
+/// outstanding work on that executor (`outstanding_work.tracked`), so
+/// `io_context::run()` does not return while the wait is pending.
+///
+/// Cancellation: a signal on the handler's associated cancellation slot (of
+/// any type: terminal, partial or total; emitted for example by
+/// `asio::experimental::awaitable_operators`' `||` when the other operation
+/// wins, by `make_parallel_group`, or by hand) that arrives before the task
+/// has settled cancels the task, as `future.cancel()` does (a queued task
+/// never runs; a running one has its token cancelled; a coroutine task is
+/// woken with OperationCancelled at its next cancellable await), and the
+/// operation completes, once the task has settled, with
+/// `std::system_error(asio::error::operation_aborted)` as its exception_ptr
+/// (and the result, if any, is dropped). The wait is structured: the handler
+/// never runs while the task still runs, so a task may use what the awaiting
+/// coroutine owns; a task that ignores its token delays the completion. A
+/// signal that arrives after the task settled changes nothing.
+///
+/// \throws std::logic_error (from asyncWait(), or from the initiation with a
+/// deferred token) if `future` is empty. \throws std::bad_alloc. A Future
+/// whose result was consumed already completes with the std::logic_error.
+///
+/// Thread safety: as for consuming a Future (one consumer: neither awaited
+/// nor waited on by anyone else while the operation is pending). The
+/// cancellation slot follows Asio's rules: emit on the handler's executor.
+/// \note `R` must be default-constructible (for the error completion); for a
+/// Future<T&> use a Future<T*>.
+template <class R, class CompletionToken>
+auto asyncWait(Future<R>& future, CompletionToken&& token) {
+  static_assert(std::is_void_v<R> || std::is_default_constructible_v<R>,
+                "coexec::asyncWait: the Future's value type must be default-constructible (it is passed, "
+                "default-constructed, with the exception_ptr of a failed task)");
+  return asio::async_initiate<CompletionToken, AsyncWaitSignature<R>>(detail::AsyncWaitInitiation<R>{}, token,
+                                                                      detail::asyncWaitCore(future));
+}
+
+/// asyncWait() taking the Future over (`asyncWait(std::move(f), token)`, or a
+/// Future returned by a call): `future` is left empty. Otherwise as above.
+/// \note On GCC 12, keep the submitted lambda out of the `co_await`
+/// expression: `auto f = pool.submit(...); co_await asyncWait(f, ...)`
+/// (docs/coroutines.md, "GCC 12 bugs and the safe forms").
+template <class R, class CompletionToken>
+auto asyncWait(Future<R>&& future, CompletionToken&& token) {
+  Future<R> owned = std::move(future);
+  return asyncWait(owned, std::forward<CompletionToken>(token));
+}
+
+namespace detail {
+
+template <class R>
+Ref<ResultCore<R>> asyncWaitCore(const Future<R>& future) {
+  ResultCore<R>* const core = CombinatorAccess::core(future);
+  if (core == nullptr) {
+    throw std::logic_error("coexec::asyncWait: the Future is empty (default-constructed or moved from)");
+  }
+  core->addRef();
+  return Ref<ResultCore<R>>::adopt(core);
+}
+
+/// One pending asyncWait: the handler, the work it holds on its executor and
+/// the task's state, in one allocation made with the handler's associated
+/// allocator (Asio's recycling allocator by default).
+///
+/// state_ orders the two events that may race: the task settling (kSettled,
+/// the core's continuation, on the settling thread) and a cancellation
+/// signal (kAborted, on the thread that emits it). Whichever comes first
+/// decides: a signal before kSettled cancels the task and makes the
+/// completion operation_aborted; one after it does nothing. The completion
+/// is posted by the settling side only, so it runs once, after the task has
+/// settled.
+template <class R, class Handler>
+class AsyncWaitOperation {
+  using Executor = asio::associated_executor_t<Handler>;
+  using WorkExecutor =
+      std::decay_t<typename asio::prefer_result<Executor, asio::execution::outstanding_work_t::tracked_t>::type>;
+  using Allocator = asio::associated_allocator_t<Handler, asio::recycling_allocator<void>>;
+  using OwnAllocator = typename std::allocator_traits<Allocator>::template rebind_alloc<AsyncWaitOperation>;
+
+ public:
+  /// The initiation: takes the handler over. \throws std::bad_alloc (then
+  /// nothing is started and the handler is destroyed).
+  static void start(Handler&& handler, Ref<ResultCore<R>> core) {
+    OwnAllocator allocator(asio::get_associated_allocator(handler, asio::recycling_allocator<void>()));
+    AsyncWaitOperation* const op = std::allocator_traits<OwnAllocator>::allocate(allocator, 1);
+    try {
+      ::new (static_cast<void*>(op)) AsyncWaitOperation(std::move(handler), std::move(core));
+    } catch (...) {
+      std::allocator_traits<OwnAllocator>::deallocate(allocator, op, 1);
+      throw;
+    }
+    auto slot = asio::get_associated_cancellation_slot(op->handler_);
+    if (slot.is_connected()) {
+      try {
+        slot.template emplace<CancelHandler>(op);
+      } catch (...) {
+        destroy(op, allocator);
+        throw;
+      }
+    }
+    // Already settled: onSettled() posts the completion (never inline here).
+    if (!op->core_->setContinuation(&AsyncWaitOperation::onSettled, op)) onSettled(op);
+  }
+
+ private:
+  static constexpr std::uint8_t kSettled = 1;
+  static constexpr std::uint8_t kAborted = 2;
+
+  AsyncWaitOperation(Handler&& handler, Ref<ResultCore<R>> core)
+      : handler_(std::move(handler)),
+        work_(asio::prefer(asio::get_associated_executor(handler_), asio::execution::outstanding_work.tracked)),
+        core_(std::move(core)) {}
+
+  /// The cancellation slot's handler, on the emitting thread.
+  struct CancelHandler {
+    explicit CancelHandler(AsyncWaitOperation* op) noexcept : op_(op) {}
+    void operator()(asio::cancellation_type_t type) const noexcept {
+      if (type == asio::cancellation_type::none) return;
+      // acq_rel: against onSettled's fetch_or; the first one decides.
+      const std::uint8_t before = op_->state_.fetch_or(kAborted, std::memory_order_acq_rel);
+      // Before the settlement the operation is alive (it is freed only after
+      // the completion, which clears this slot first, on this executor).
+      if ((before & kSettled) == 0) (void)op_->core_->requestCancel();  // may settle (and post) here
+    }
+    AsyncWaitOperation* op_;
+  };
+
+  /// Owns the operation until it runs (an executor destroyed with the
+  /// function unrun, like a stopped io_context's, destroys the operation and
+  /// its handler, as Asio does with its own operations).
+  class Completion {
+   public:
+    explicit Completion(AsyncWaitOperation* op) noexcept : op_(op) {}
+    Completion(Completion&& other) noexcept : op_(std::exchange(other.op_, nullptr)) {}
+    Completion& operator=(Completion&&) = delete;
+    ~Completion() {
+      if (op_ == nullptr) return;
+      if (tlsPosting != nullptr && tlsPosting->op == op_) {
+        tlsPosting->dropped = true;  // dropped inside onSettled's execute: it decides
+        return;
+      }
+      destroy(op_, op_->allocator());
+    }
+    void operator()() { std::exchange(op_, nullptr)->complete(); }
+
+   private:
+    AsyncWaitOperation* op_;
+  };
+
+  /// The task's continuation: on the thread that settled it (a pool thread,
+  /// or the canceller's), or in start() if it had settled already.
+  static void onSettled(void* self) noexcept {
+    auto* op = static_cast<AsyncWaitOperation*>(self);
+    const std::uint8_t before = op->state_.fetch_or(kSettled, std::memory_order_acq_rel);
+    op->aborted_ = (before & kAborted) != 0;  // read by complete(), after the post
+    // Posted (blocking.never): not inside start(), nor inside a cancellation
+    // signal's emit(), whose slot complete() clears.
+    Posting posting{op, false};
+    Posting* const outer = std::exchange(tlsPosting, &posting);
+    try {
+      asio::execution::execute(
+          asio::prefer(op->work_, asio::execution::blocking.never, asio::execution::relationship.continuation,
+                       asio::execution::allocator(op->allocator())),
+          Completion(op));
+    } catch (...) {
+      // An executor that refuses work (an AsioPoolExecutor on a saturated
+      // pool under abort()): dispatch, which such an executor never refuses
+      // (it runs the completion here instead).
+      if (posting.dropped) {
+        posting.dropped = false;
+        try {
+          asio::execution::execute(
+              asio::prefer(op->work_, asio::execution::blocking.possibly, asio::execution::allocator(op->allocator())),
+              Completion(op));
+        } catch (...) {
+          posting.dropped = true;  // nowhere to run it
+        }
+      }
+    }
+    tlsPosting = outer;
+    // Dropped unrun by the executor: destroyed with its handler, uncalled,
+    // as Asio does with the work an executor drops. (Otherwise the
+    // operation may be gone already: it completed inline.)
+    if (posting.dropped) destroy(op, op->allocator());
+  }
+
+  /// On the handler's executor: takes the result, frees the operation, then
+  /// calls the handler (Asio's rule: memory is released before the upcall).
+  void complete() {
+    auto slot = asio::get_associated_cancellation_slot(handler_);
+    if (slot.is_connected()) slot.clear();
+    OwnAllocator allocator = this->allocator();
+    Handler handler(std::move(handler_));
+    WorkExecutor work(std::move(work_));  // released after the handler has run
+    Ref<ResultCore<R>> core = std::move(core_);
+    const bool aborted = aborted_;
+    destroy(this, allocator);
+
+    std::exception_ptr error;
+    if constexpr (std::is_void_v<R>) {
+      try {
+        core->takeResult();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      if (aborted) error = abortedError();
+      std::move(handler)(std::move(error));
+    } else {
+      std::optional<R> value;
+      try {
+        value.emplace(core->takeResult());
+      } catch (...) {
+        error = std::current_exception();
+      }
+      if (aborted) {
+        error = abortedError();
+        value.reset();
+      }
+      if (error) {
+        std::move(handler)(std::move(error), R{});
+      } else {
+        std::move(handler)(std::exception_ptr(), std::move(*value));
+      }
+    }
+  }
+
+  static std::exception_ptr abortedError() {
+    return std::make_exception_ptr(std::system_error(asio::error::operation_aborted));
+  }
+
+  OwnAllocator allocator() const noexcept {
+    return OwnAllocator(asio::get_associated_allocator(handler_, asio::recycling_allocator<void>()));
+  }
+
+  static void destroy(AsyncWaitOperation* op, OwnAllocator allocator) noexcept {
+    op->~AsyncWaitOperation();
+    std::allocator_traits<OwnAllocator>::deallocate(allocator, op, 1);
+  }
+
+  /// The operation onSettled() is handing to its executor on this thread,
+  /// and whether the executor dropped it unrun.
+  struct Posting {
+    AsyncWaitOperation* op;
+    bool dropped;
+  };
+  static inline thread_local Posting* tlsPosting = nullptr;
+
+  Handler handler_;
+  WorkExecutor work_;
+  Ref<ResultCore<R>> core_;
+  std::atomic<std::uint8_t> state_{0};  // kSettled | kAborted
+  bool aborted_ = false;                // written by onSettled before the post
+};
+
+template <class R>
+struct AsyncWaitInitiation {
+  template <class Handler>
+  void operator()(Handler&& handler, Ref<ResultCore<R>> core) const {
+    AsyncWaitOperation<R, std::decay_t<Handler>>::start(std::decay_t<Handler>(std::forward<Handler>(handler)),
+                                                        std::move(core));
+  }
+};
+
+}  // namespace detail
+}  // namespace coexec

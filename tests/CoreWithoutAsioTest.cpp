@@ -1,0 +1,26 @@
+// The core headers do not bring in Asio: only <coexec/asio.h> does. The
+// umbrella header includes every public header (and through them the
+// detail headers they use); had any of them included Asio, its version
+// macro would be defined here.
+#include "coexec/coexec.h"
+
+#if defined(ASIO_VERSION) || defined(ASIO_HPP)
+#error "coexec/coexec.h includes Asio: only coexec/asio.h may"
+#endif
+
+#include <catch2/catch.hpp>
+
+namespace {
+#if defined(ASIO_VERSION)
+constexpr bool kAsioIncluded = true;
+#else
+constexpr bool kAsioIncluded = false;
+#endif
+}  // namespace
+
+TEST_CASE("coexec.h and the core headers compile without Asio and do not include it", "[asio][layers]") {
+  STATIC_REQUIRE_FALSE(kAsioIncluded);
+  coexec::ThreadPoolExecutor pool(1, 1, std::chrono::seconds(1), coexec::WorkQueue::bounded(1));
+  auto f = pool.submit([] { return 1; });
+  REQUIRE(f.get() == 1);
+}
