@@ -190,21 +190,30 @@ expect "after bad input /work?n=100" "$(curl -s --max-time 60 "$(url /work?n=100
 
 echo "overload: 503 with Retry-After, accepted requests still right"
 rejected_before=$(metric offload_http_rejected_total)
-for i in 1 2; do
-  curl -s -o "$WORK/long$i.body" -w '%{http_code}' --max-time 120 "$(url /work?n=100000000)" >"$WORK/long$i.code" &
-  eval "long_pid$i=$!"
-done
-# Wait until the pool is full: one job running, one queued.
-full=no
-for _ in $(seq 500); do
-  page=$(curl -s --max-time 60 "$(url /metrics)")
-  if echo "$page" | grep -q '^coexec_pool_active_threads{pool="offload"} 1$' &&
-    echo "$page" | grep -q '^coexec_pool_queue_size{pool="offload"} 1$'; then
-    full=yes
-    break
-  fi
-  sleep 0.01
-done
+# pool_shows ACTIVE QUEUED: waits (5 s) until /metrics shows that many
+# threads running and tasks queued; prints yes or no.
+pool_shows() {
+  local page
+  for _ in $(seq 500); do
+    page=$(curl -s --max-time 60 "$(url /metrics)")
+    if echo "$page" | grep -q "^coexec_pool_active_threads{pool=\"offload\"} $1\$" &&
+      echo "$page" | grep -q "^coexec_pool_queue_size{pool=\"offload\"} $2\$"; then
+      echo yes
+      return
+    fi
+    sleep 0.01
+  done
+  echo no
+}
+# Fill the pool one job at a time (a second job sent at once could find the
+# first still in the queue, not yet taken by the idle thread, and be refused).
+expect "pool idle before the long requests" "$(pool_shows 0 0)" yes
+curl -s -o "$WORK/long1.body" -w '%{http_code}' --max-time 120 "$(url /work?n=100000000)" >"$WORK/long1.code" &
+long_pid1=$!
+expect "first long request running" "$(pool_shows 1 0)" yes
+curl -s -o "$WORK/long2.body" -w '%{http_code}' --max-time 120 "$(url /work?n=100000000)" >"$WORK/long2.code" &
+long_pid2=$!
+full=$(pool_shows 1 1)
 expect "pool full (1 running, 1 queued)" "$full" yes
 burst_pids=()
 for i in $(seq 8); do
