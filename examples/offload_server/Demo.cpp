@@ -106,16 +106,17 @@ Outcome runConfiguration(const Configuration& configuration, std::size_t threads
   const auto onProgress = [&](const LoadProgress& progress) {
     const coexec::PoolStats stats = pool.stats();
     outcome.largestQueue = std::max(outcome.largestQueue, stats.queueSize + stats.localQueueSize);
-    const std::string phase = progress.phase < phases.size() ? phases[progress.phase].name : "draining";
-    const std::string line =
-        fmt::format("  {:<22} {:<9} sent {:>6}  ok {:>6}  503 {:>6}  waiting {:>5}  p99 {:>8.1f} ms  queue {:>5}",
-                    configuration.name, phase, progress.sent, progress.ok, progress.rejected, progress.outstanding,
-                    progress.recentP99Ms, stats.queueSize);
+    const auto line = [&](std::string_view phase) {
+      return fmt::format("  {:<20} {:<14} sent {:>6}  ok {:>6}  503 {:>6}  waiting {:>5}  p99 {:>8.1f} ms  queue {:>5}",
+                         configuration.name, phase, progress.sent, progress.ok, progress.rejected, progress.outstanding,
+                         progress.recentP99Ms, stats.queueSize);
+    };
     if (live) {
-      fmt::print("\r\033[K{}", line);
+      fmt::print("\r\033[K{}", line(progress.phase < phases.size() ? phases[progress.phase].name : "draining"));
       std::fflush(stdout);
     } else if (progress.phase != reportedPhase) {
-      fmt::print("{}\n", line);
+      // Not a terminal: one line as each phase ends.
+      fmt::print("{}\n", line(phases[reportedPhase].name + " ended"));
       reportedPhase = progress.phase;
     }
   };
