@@ -81,6 +81,7 @@ class HttpServer {
 
   /// Blocks until every connection has ended and the io threads have
   /// returned. Returns at once if start() was never called.
+  /// \note Must not be called from an io thread (it would wait for itself).
   void wait();
 
   /// The io_context the server runs on (to add a signal_set to it).
