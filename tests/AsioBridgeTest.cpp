@@ -4,6 +4,7 @@
 // cancellation, rejected tasks).
 #include "coexec/asio.h"
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -592,4 +593,45 @@ TEST_CASE("a cancellation signal cancels a queued task at once; one after settle
   REQUIRE_FALSE(error);
   REQUIRE(value == 2);
   REQUIRE_FALSE(queuedRan);
+}
+
+TEST_CASE("a cancellation signal racing the task's settlement completes once, with one outcome or the other",
+          "[asio][asyncWait][cancellation][race]") {
+  // Unbounded: a task cancelled while queued keeps its slot until the worker skips it.
+  ThreadPoolExecutor pool(taggedPool("pool", 1, 1, WorkQueue::unbounded()));
+  int aborted = 0;
+  int valued = 0;
+  for (int i = 0; i < 20'000 && (aborted == 0 || valued == 0); ++i) {
+    asio::io_context io;
+    asio::cancellation_signal signal;
+    auto f = pool.submit([i] { return i; });
+    int calls = 0;
+    bool settledAtCompletion = false;
+    std::exception_ptr error;
+    int value = -1;
+    asyncWait(f, asio::bind_cancellation_slot(signal.slot(), asio::bind_executor(io, [&](std::exception_ptr e, int v) {
+                                                ++calls;
+                                                settledAtCompletion = f.isDone();
+                                                error = e;
+                                                value = v;
+                                              })));
+    // Sweep the window: emit sooner or later after the submission.
+    std::atomic<int> spin{0};
+    while (spin.fetch_add(1, std::memory_order_relaxed) < i % 64 * 8) {
+    }
+    signal.emit(asio::cancellation_type::terminal);
+    io.run();
+    REQUIRE(calls == 1);
+    REQUIRE(settledAtCompletion);
+    if (error) {
+      REQUIRE(isOperationAborted(error));
+      ++aborted;
+    } else {
+      REQUIRE(value == i);
+      ++valued;
+    }
+  }
+  INFO("aborted " << aborted << ", completed with the value " << valued);
+  REQUIRE(aborted > 0);
+  REQUIRE(valued > 0);
 }

@@ -26,7 +26,9 @@ class SleepAwaiter;
 /// Never blocks a thread. The time is that of the timer service of the
 /// scheduler the coroutine runs on when it awaits: on a pool, the pool's
 /// service and clock (the steady clock unless the pool was given another
-/// one); elsewhere (syncWait(), a plain thread) the process-wide service on
+/// one); on a scheduler with timers of its own (a Task on an io_context,
+/// through the Asio bridge: docs/asio.md), those timers, on the steady
+/// clock; elsewhere (syncWait(), a plain thread) the process-wide service on
 /// the steady clock, whose one thread is started by the first sleep and is
 /// asleep while no timer is due. The deadline is that clock's now() plus `d`,
 /// read when the coroutine awaits (not when sleepFor() is called). A zero or

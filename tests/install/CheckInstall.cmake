@@ -1,6 +1,7 @@
 # Installs the built project into a temporary prefix, then builds two
 # consumers against it: a CMake one (find_package(coexec) -> coexec::coexec,
-# building examples/routing.cpp and examples/hello.cpp) and a pkg-config one.
+# building examples/routing.cpp, examples/hello.cpp and, with the installed
+# Asio bridge header, examples/asio_bridge.cpp) and a pkg-config one.
 # Runs them all.
 # Inputs: BUILD_DIR SOURCE_DIR WORK_DIR CXX GENERATOR CXX_FLAGS LINKER_FLAGS
 
@@ -14,7 +15,7 @@ run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install/consumer" -B "${WORK_DIR}/consumer" -G "${GENERATOR}"
     "-DCMAKE_CXX_COMPILER=${CXX}" "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
     "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}" "-DEXAMPLE_SOURCE=${SOURCE_DIR}/examples/routing.cpp"
-    "-DHELLO_SOURCE=${SOURCE_DIR}/examples/hello.cpp")
+    "-DHELLO_SOURCE=${SOURCE_DIR}/examples/hello.cpp" "-DASIO_SOURCE=${SOURCE_DIR}/examples/asio_bridge.cpp")
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/consumer")
 run("${WORK_DIR}/consumer/routing")
 if(NOT last_output MATCHES "all four routes behaved")
@@ -23,6 +24,14 @@ endif()
 run("${WORK_DIR}/consumer/hello")
 if(NOT last_output MATCHES "1 \\+ 4 \\+ 9 \\+ 16 = 30")
   message(FATAL_ERROR "hello built against the installed package did not print the expected sum:\n${last_output}")
+endif()
+
+if(NOT EXISTS "${prefix}/include/coexec/asio.h" OR NOT EXISTS "${prefix}/include/coexec/asio/AsyncWait.h")
+  message(FATAL_ERROR "the Asio bridge headers (coexec/asio.h, coexec/asio/*.h) were not installed")
+endif()
+run("${WORK_DIR}/consumer/asio_bridge")
+if(NOT last_output MATCHES "the spawned Task returned fib")
+  message(FATAL_ERROR "asio_bridge built against the installed package did not run correctly:\n${last_output}")
 endif()
 
 # 2. pkg-config consumer.

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
-#include <optional>
 #include <stdexcept>
 #include <system_error>
 #include <type_traits>
@@ -87,13 +86,13 @@ using AsyncWaitSignature = typename detail::AsyncWaitSignature<R>::type;
 /// Thread safety: as for consuming a Future (one consumer: neither awaited
 /// nor waited on by anyone else while the operation is pending). The
 /// cancellation slot follows Asio's rules: emit on the handler's executor.
-/// \note `R` must be default-constructible (for the error completion); for a
-/// Future<T&> use a Future<T*>.
+/// \note `R` must be default-constructible (for the error completion) and
+/// move-assignable; for a Future<T&> use a Future<T*>.
 template <class R, class CompletionToken>
 auto asyncWait(Future<R>& future, CompletionToken&& token) {
-  static_assert(std::is_void_v<R> || std::is_default_constructible_v<R>,
+  static_assert(std::is_void_v<R> || (std::is_default_constructible_v<R> && std::is_move_assignable_v<R>),
                 "coexec::asyncWait: the Future's value type must be default-constructible (it is passed, "
-                "default-constructed, with the exception_ptr of a failed task)");
+                "default-constructed, with the exception_ptr of a failed task) and move-assignable");
   return asio::async_initiate<CompletionToken, AsyncWaitSignature<R>>(detail::AsyncWaitInitiation<R>{}, token,
                                                                       detail::asyncWaitCore(future));
 }
@@ -269,20 +268,17 @@ class AsyncWaitOperation {
       if (aborted) error = abortedError();
       std::move(handler)(std::move(error));
     } else {
-      std::optional<R> value;
+      R value{};  // (not an optional: GCC 12 -O2 then warns of a maybe-uninitialized read inside Asio)
       try {
-        value.emplace(core->takeResult());
+        value = core->takeResult();
       } catch (...) {
         error = std::current_exception();
       }
-      if (aborted) {
-        error = abortedError();
-        value.reset();
-      }
+      if (aborted) error = abortedError();
       if (error) {
         std::move(handler)(std::move(error), R{});
       } else {
-        std::move(handler)(std::exception_ptr(), std::move(*value));
+        std::move(handler)(std::exception_ptr(), std::move(value));
       }
     }
   }
