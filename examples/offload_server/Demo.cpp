@@ -125,7 +125,7 @@ Outcome runConfiguration(const Configuration& configuration, std::size_t threads
   outcome.phases = generator.run(phases, kProgressInterval, onProgress, kDrainLimit, drain);
   outcome.drainSeconds = drain.count();
   if (live) fmt::print("\r\033[K");
-  fmt::print("  {:<22} done\n", configuration.name);
+  fmt::print("  {:<20} done\n", configuration.name);
 
   server.stop();
   server.wait();
