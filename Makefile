@@ -1,12 +1,13 @@
 # coexec — the two commands a fresh Debian machine needs:
-#   make demo    install missing Debian packages, build, run the main example
+#   make demo    install missing Debian packages, build (release), run the offload-server demo
 #   make test    the same set-up, then the whole test suite
 # and, for CI:
 #   make check   make test, then the suite under ASan/UBSan and TSan, and a clang build
 #   make bench   the benchmarks (release build)
 
 SHELL := /bin/bash
-DEBIAN_PACKAGES := cmake ninja-build g++ clang make pkg-config libasio-dev catch2 libfmt-dev
+# curl is the client of the offload server's integration test.
+DEBIAN_PACKAGES := cmake ninja-build g++ clang make pkg-config libasio-dev catch2 libfmt-dev curl
 BENCH_PACKAGES := libtbb-dev valgrind
 # JOBS bounds both the compiler jobs of `cmake --build` and the tests ctest
 # runs at once: `make test JOBS=2` on a small machine.
@@ -25,10 +26,12 @@ deps:
 bench-deps: deps
 	@./scripts/install-deps.sh $(BENCH_PACKAGES)
 
+# The offload server against its own load generator, bounded pool queue versus
+# unbounded (docs/offload-server.md); under a minute.
 demo: deps
 	cmake --preset release
-	cmake --build --preset release --target routing $(BUILD_FLAGS)
-	./build/release/examples/routing
+	cmake --build --preset release --target offload_server $(BUILD_FLAGS)
+	./build/release/examples/offload_server demo
 
 test: deps
 	cmake --preset dev
