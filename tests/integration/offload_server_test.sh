@@ -8,6 +8,8 @@
 # timeouts, a client vanishing mid-request, graceful shutdown under load, and
 # bad command lines. Prints each failed check; exits 1 if any failed.
 set -uo pipefail
+# (pipefail: never pipe into `grep -q`, which may exit before the writer is
+# done and fail the pipeline with SIGPIPE; grep a here-string instead.)
 
 SERVER=${1:?usage: offload_server_test.sh path/to/offload_server}
 WORK=$(mktemp -d)
@@ -117,8 +119,8 @@ expect "/metrics lines that are not 'name{labels} number'" "$bad_lines" ""
 for name in coexec_pool_size coexec_pool_active_threads coexec_pool_queue_size coexec_pool_queue_capacity \
   coexec_pool_tasks_total coexec_pool_completed_tasks_total coexec_pool_rejected_tasks_total \
   coexec_pool_failed_tasks_total coexec_pool_cancelled_tasks_total coexec_pool_largest_size; do
-  echo "$page" | grep -q "^# TYPE $name " || fail "/metrics has no TYPE line for $name"
-  echo "$page" | grep -Eq "^$name\{pool=\"offload\"\} [0-9]+$" || fail "/metrics has no numeric sample of $name"
+  grep -q "^# TYPE $name " <<<"$page" || fail "/metrics has no TYPE line for $name"
+  grep -Eq "^$name\{pool=\"offload\"\} [0-9]+$" <<<"$page" || fail "/metrics has no numeric sample of $name"
 done
 expect "queue capacity" "$(echo "$page" | awk '$1 == "coexec_pool_queue_capacity{pool=\"offload\"}" {print $2}')" 1
 completed_before=$(metric 'coexec_pool_completed_tasks_total{pool="offload"}')
@@ -198,8 +200,8 @@ pool_shows() {
   local page
   for _ in $(seq 500); do
     page=$(curl -s --max-time 60 "$(url /metrics)")
-    if echo "$page" | grep -q "^coexec_pool_active_threads{pool=\"offload\"} $1\$" &&
-      echo "$page" | grep -q "^coexec_pool_queue_size{pool=\"offload\"} $2\$"; then
+    if grep -q "^coexec_pool_active_threads{pool=\"offload\"} $1\$" <<<"$page" &&
+      grep -q "^coexec_pool_queue_size{pool=\"offload\"} $2\$" <<<"$page"; then
       echo yes
       return
     fi
