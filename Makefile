@@ -4,18 +4,28 @@
 # and, for CI:
 #   make check   make test, then the suite under ASan/UBSan and TSan, and a clang build
 #   make bench   the benchmarks (release build)
+# and, for reliability (docs/reliability.md):
+#   make fuzz    the libFuzzer targets, FUZZ_SECONDS each (default 60)
+#   make soak    the model-based stress driver for SOAK_SECONDS (default 600)
+#   make soak-server  the offload server under mixed load for SOAK_SECONDS (default 600)
 
 SHELL := /bin/bash
 # curl is the client of the offload server's integration test.
 DEBIAN_PACKAGES := cmake ninja-build g++ clang make pkg-config libasio-dev catch2 libfmt-dev curl
 BENCH_PACKAGES := libtbb-dev valgrind
+# libFuzzer and its sanitizers ship with clang's runtime.
+FUZZ_PACKAGES := clang libclang-rt-14-dev
+FUZZ_SECONDS ?= 60
+# The fuzz smoke make check runs: each target over its corpus, then this long.
+FUZZ_SMOKE_SECONDS ?= 20
+SOAK_SECONDS ?= 600
 # JOBS bounds both the compiler jobs of `cmake --build` and the tests ctest
 # runs at once: `make test JOBS=2` on a small machine.
 JOBS ?= $(shell nproc)
 BUILD_FLAGS ?= -j $(JOBS)
 CTEST_FLAGS ?= -j$(JOBS) --timeout 300
 
-.PHONY: all deps bench-deps demo test check asan tsan clang bench install clean
+.PHONY: all deps bench-deps fuzz-deps demo test check asan tsan clang bench install clean fuzz fuzz-smoke soak soak-server
 
 all: test
 
@@ -25,6 +35,9 @@ deps:
 
 bench-deps: deps
 	@./scripts/install-deps.sh $(BENCH_PACKAGES)
+
+fuzz-deps: deps
+	@./scripts/install-deps.sh $(FUZZ_PACKAGES)
 
 # The offload server against its own load generator, bounded pool queue versus
 # unbounded (docs/offload-server.md); under a minute.
@@ -53,7 +66,29 @@ clang: deps
 	cmake --build --preset clang $(BUILD_FLAGS)
 	ctest --preset clang $(CTEST_FLAGS)
 
-check: test asan tsan clang
+check: test asan tsan clang fuzz-smoke
+
+# The fuzz targets (clang, libFuzzer, ASan/UBSan) in build/fuzz.
+fuzz: fuzz-deps
+	cmake --preset fuzz
+	cmake --build --preset fuzz $(BUILD_FLAGS)
+	./scripts/fuzz.sh build/fuzz $(FUZZ_SECONDS)
+
+fuzz-smoke: fuzz-deps
+	cmake --preset fuzz
+	cmake --build --preset fuzz $(BUILD_FLAGS)
+	./scripts/fuzz.sh build/fuzz $(FUZZ_SMOKE_SECONDS)
+
+# The stress driver (tests/stress/ModelStress.cpp) for SOAK_SECONDS, in the
+# dev build: a new seed per program, every program checked.
+soak: test
+	./build/dev/tests/stress_ModelStress --seconds $(SOAK_SECONDS)
+
+# The offload server (release build) under mixed load for SOAK_SECONDS.
+soak-server: deps
+	cmake --preset release
+	cmake --build --preset release --target offload_server $(BUILD_FLAGS)
+	./scripts/soak-server.sh build/release/examples/offload_server $(SOAK_SECONDS)
 
 bench: bench-deps
 	cmake --preset release -DCOEXEC_BUILD_BENCH=ON
