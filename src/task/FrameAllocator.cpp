@@ -1,5 +1,9 @@
 #include "coexec/detail/FrameAllocator.h"
 
+#if defined(COEXEC_FAULT_INJECTION)
+#include "coexec/detail/FaultInjection.h"
+#endif
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -239,6 +243,9 @@ Header* headerOf(void* payload) noexcept { return reinterpret_cast<Header*>(stat
 }  // namespace
 
 void* FrameAllocator::allocate(std::size_t size) {
+#if defined(COEXEC_FAULT_INJECTION)
+  FaultInjection::onFrameAllocate();  // may throw std::bad_alloc (tests only)
+#endif
   const std::size_t total = size + kHeader;
   const std::size_t c = classOf(total);
   if (c >= kClasses || cacheGone) {
@@ -283,6 +290,9 @@ std::size_t FrameAllocator::returnedBlocks(std::size_t size) noexcept {
 }
 
 void FrameAllocator::deallocate(void* block, std::size_t /*size*/) noexcept {
+#if defined(COEXEC_FAULT_INJECTION)
+  FaultInjection::onFrameDeallocate();
+#endif
   Header* header = headerOf(block);
   Cache* owner = header->owner;
   const std::size_t c = header->cls;

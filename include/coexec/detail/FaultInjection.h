@@ -1,0 +1,51 @@
+#pragma once
+
+#include <cstdint>
+
+#include "coexec/Export.h"
+
+namespace coexec::detail {
+
+/// Test-only fault points inside the library, compiled in when the library is
+/// configured with COEXEC_FAULT_INJECTION=ON (the dev, asan, tsan, clang and
+/// fuzz presets) and absent otherwise (release and installed builds: there
+/// every function below is a no-op that reports available() == false, and the
+/// frame allocator carries no extra instruction).
+///
+/// The frame allocator point: FrameAllocator::allocate() (coroutine frames,
+/// task states, the combinators' slot arrays) can be told to throw
+/// std::bad_alloc on its n-th call from now, counting calls on every thread,
+/// and it keeps a count of the blocks it handed out and not yet taken back
+/// (live blocks: a leaked frame or task state stays in it forever).
+///
+/// The faults of user-supplied code (thread factory, hooks, the uncaught
+/// handler, a rejection handler) need no switch here: a test supplies that
+/// code and makes it throw (tests/stress/FaultPlan.h).
+///
+/// Thread safety: every function may be called from any thread; the counters
+/// are atomics (relaxed: they count events, they order nothing).
+struct COEXEC_EXPORT FaultInjection {
+  /// True if the library was built with the fault points. Never blocks.
+  static bool available() noexcept;
+
+  /// Arms the frame allocator: its `n`-th call from now (n >= 1), on any
+  /// thread, throws std::bad_alloc instead of allocating; the calls after it
+  /// allocate again. 0 disarms. Never blocks. No-op unless available().
+  static void failFrameAllocation(std::uint64_t n) noexcept;
+  /// How many allocations the armed point made fail so far. Never blocks.
+  static std::uint64_t frameAllocationsFailed() noexcept;
+  /// How many times FrameAllocator::allocate() was called (including those
+  /// that failed). Never blocks.
+  static std::uint64_t frameAllocationCalls() noexcept;
+  /// Blocks handed out by FrameAllocator::allocate() and not yet given back
+  /// to FrameAllocator::deallocate(), on all threads. Never blocks.
+  static std::int64_t liveFrameBlocks() noexcept;
+
+  /// Called by FrameAllocator::allocate() first thing when available().
+  /// \throws std::bad_alloc when the armed call is reached.
+  static void onFrameAllocate();
+  /// Called by FrameAllocator::deallocate() when available(). Never throws.
+  static void onFrameDeallocate() noexcept;
+};
+
+}  // namespace coexec::detail
