@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -181,4 +182,34 @@ TEST_CASE("a KeyedExecutor with 0 lanes is refused with std::invalid_argument", 
   ThreadPoolExecutor pool(poolOf(1));
   CHECK_THROWS_AS(KeyedExecutor(pool, 0), std::invalid_argument);
   CHECK_THROWS_WITH(KeyedExecutor(pool, 0), Catch::Contains("lanes is 0"));
+}
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("a keyed submit of an empty callable throws what SerialExecutor::submit throws; the lane goes on",
+          "[lanes][keyed][bad-input]") {
+  ThreadPoolExecutor pool(poolOf(1));
+  KeyedExecutor keyed(pool, 4);
+  const std::function<int()> empty;
+  CHECK_THROWS_AS((void)keyed.submit(7, empty), std::invalid_argument);
+  CHECK_THROWS_WITH((void)keyed.submit(7, empty),
+                    "coexec::SerialExecutor::submit: the task is empty (an empty std::function or a null pointer)");
+  CHECK_THROWS_AS(keyed.execute(7, empty), std::invalid_argument);
+  CHECK(keyed.submit(7, [] { return 3; }).get() == 3);
+}
+
+TEST_CASE("a keyed submit after the pool's shutdown never throws RejectedExecution: its Future reports it",
+          "[lanes][keyed][shutdown][bad-input]") {
+  ThreadPoolExecutor pool(poolOf(1));
+  KeyedExecutor keyed(pool, 4);
+  pool.shutdown();
+  std::atomic<bool> ran{false};
+  Future<int> refused = keyed.submit(std::string("key"), [&ran] {
+    ran = true;
+    return 1;
+  });
+  REQUIRE(refused.isDone());
+  CHECK_THROWS_AS(refused.get(), coexec::RejectedExecution);
+  CHECK_FALSE(ran.load());
+  CHECK(pool.stats().rejectedCount == 1);
 }

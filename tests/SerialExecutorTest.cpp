@@ -8,14 +8,18 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "CoroutineTestSupport.h"
+#include "DeathTestSupport.h"
 #include "TestSupport.h"
 #include "coexec/Sleep.h"
 #include "coexec/SyncWait.h"
@@ -366,4 +370,63 @@ TEST_CASE("work a lane task submits is its child: cancelling the task cancels it
   // The lane went on: the child ended through its token, so the parent finished.
   Future<int> next = lane.submit([] { return 1; });
   CHECK(next.get(kLong) == 1);
+}
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE(
+    "submit and execute of an empty callable or Task throw invalid_argument naming SerialExecutor, not "
+    "ThreadPoolExecutor::SerialExecutor",
+    "[lanes][bad-input]") {
+  ThreadPoolExecutor pool(poolOf(1));
+  SerialExecutor lane(pool);
+  const std::function<int()> empty;
+  const std::string callable = ": the task is empty (an empty std::function or a null pointer)";
+  CHECK_THROWS_AS((void)lane.submit(empty), std::invalid_argument);
+  CHECK_THROWS_WITH((void)lane.submit(empty), "coexec::SerialExecutor::submit" + callable);
+  CHECK_THROWS_WITH(lane.execute(empty), "coexec::SerialExecutor::execute" + callable);
+  CHECK_THROWS_AS((void)lane.submit(Task<int>()), std::invalid_argument);
+  CHECK_THROWS_WITH((void)lane.submit(Task<int>()),
+                    Catch::Contains("coexec::SerialExecutor::submit: the Task is empty"));
+  Task<int> started = []() -> Task<int> { co_return 1; }();
+  (void)syncWait([&]() -> Task<int> { co_return co_await started; }());
+  CHECK_THROWS_WITH((void)lane.submit(std::move(started)),
+                    Catch::Contains("coexec::SerialExecutor::submit: the Task was already started"));
+  CHECK(lane.queued() == 0);
+  CHECK(lane.submit([] { return 2; }).get() == 2);  // the lane goes on
+  CHECK(pool.stats().taskCount == 1);
+}
+
+TEST_CASE("resumeOn(lane) of a shut-down pool throws RejectedExecution from the co_await, on the calling thread",
+          "[lanes][resumeon][shutdown][bad-input]") {
+  ThreadPoolExecutor pool(poolOf(1));
+  SerialExecutor lane(pool);
+  pool.shutdown();
+  const std::thread::id caller = std::this_thread::get_id();
+  const std::string message = syncWait([&]() -> Task<std::string> {
+    try {
+      co_await resumeOn(lane);
+    } catch (const RejectedExecution& e) {
+      co_return std::this_thread::get_id() == caller ? std::string(e.what()) : std::string("another thread");
+    }
+    co_return "no exception";
+  }());
+  CHECK_THAT(message, Catch::Contains("the pool is shut down") && Catch::Contains("lane-pool"));
+  CHECK(pool.stats().rejectedCount == 1);
+}
+
+TEST_CASE("death child: a SerialExecutor destroyed by its own running task", "[.][lanes][death]") {
+  if (!coexec::test::isDeathChild()) return;
+  coexec::test::prepareDeathChild();
+  ThreadPoolExecutor pool(poolOf(1));
+  auto lane = std::make_unique<SerialExecutor>(pool);
+  lane->execute([&lane] { lane.reset(); });  // the destructor waits for this very task: abort
+  std::this_thread::sleep_for(kLong);        // the abort ends the process long before
+}
+
+TEST_CASE("a SerialExecutor destroyed by its own running task prints an error and aborts",
+          "[lanes][bad-input][death]") {
+  coexec::test::requireAbortsWith("death child: a SerialExecutor destroyed by its own running task",
+                                  "coexec: fatal: a SerialExecutor was destroyed by its own running task; its "
+                                  "destructor waits for that task, which can never finish");
 }

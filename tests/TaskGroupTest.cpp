@@ -329,3 +329,71 @@ TEST_CASE("join resumes the coroutine on the executor it was running on", "[task
   });
   CHECK(where.get() == "driver");
 }
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE(
+    "spawn of an empty callable or Task throws invalid_argument naming TaskGroup::spawn, not "
+    "ThreadPoolExecutor::TaskGroup::spawn; the group is unchanged",
+    "[taskGroup][bad-input]") {
+  ThreadPoolExecutor pool(taggedPool("group", 1, 1, WorkQueue::bounded(8)));
+  TaskGroup group(pool);
+  const std::function<int()> empty;
+  CHECK_THROWS_AS((void)group.spawn(empty), std::invalid_argument);
+  CHECK_THROWS_WITH((void)group.spawn(empty),
+                    "coexec::TaskGroup::spawn: the task is empty (an empty std::function or a null pointer)");
+  CHECK_THROWS_AS((void)group.spawn(Task<int>()), std::invalid_argument);
+  CHECK_THROWS_WITH((void)group.spawn(Task<int>()), Catch::Contains("coexec::TaskGroup::spawn: the Task is empty"));
+  CHECK(group.running() == 0);
+  CHECK(pool.stats().taskCount == 0);
+  const auto run = [&]() -> Task<int> {
+    Future<int> after = group.spawn([] { return 7; });  // the group goes on as if nothing happened
+    co_await group.join();
+    co_return after.get();
+  };
+  CHECK(syncWait(run()) == 7);
+}
+
+TEST_CASE(
+    "spawn of a Task that was already started throws std::logic_error naming TaskGroup::spawn; the group is unchanged",
+    "[taskGroup][bad-input]") {
+  ThreadPoolExecutor pool(taggedPool("group", 1, 1, WorkQueue::bounded(8)));
+  TaskGroup group(pool);
+  Task<int> task = triple(2);
+  CHECK(syncWait([&]() -> Task<int> { co_return co_await task; }()) == 6);
+  CHECK_THROWS_AS((void)group.spawn(std::move(task)), std::logic_error);
+  Task<int> again = triple(2);
+  (void)syncWait([&]() -> Task<int> { co_return co_await again; }());
+  CHECK_THROWS_WITH((void)group.spawn(std::move(again)),
+                    Catch::Contains("coexec::TaskGroup::spawn: the Task was already started"));
+  CHECK(group.running() == 0);
+  CHECK(pool.stats().taskCount == 0);
+}
+
+TEST_CASE("a second coroutine joining while another one is parked in join() gets std::logic_error",
+          "[taskGroup][bad-input][misuse]") {
+  Children children;
+  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
+  ThreadPoolExecutor pool(taggedPool("group", 1, 1, WorkQueue::bounded(8)));
+  OpenOnExit guard(children.release);
+  TaskGroup group(pool);
+  Future<int> child = group.spawn(children.uncooperative(5));
+  REQUIRE(children.started.waitFor(1));
+  Future<void> first = driver.submit([&]() -> Task<void> { co_await group.join(); });
+  // Parked: the driver's only thread is no longer busy with it.
+  REQUIRE(coexec::test::eventually([&] { return driver.stats().activeCount == 0; }));
+  REQUIRE_FALSE(first.isDone());
+  const std::string message = syncWait([&]() -> Task<std::string> {
+    try {
+      co_await group.join();
+    } catch (const std::logic_error& e) {
+      co_return e.what();
+    }
+    co_return "no exception";
+  }());
+  CHECK(message == "coexec::TaskGroup::join: another coroutine is already joining this group (one join at a time)");
+  CHECK_FALSE(first.isDone());  // the first joiner still waits for the child
+  children.release.open();
+  first.get();
+  CHECK(child.get() == 5);
+}

@@ -35,6 +35,7 @@
 #include <catch2/catch.hpp>
 
 #include "AdmissionTestSupport.h"
+#include "DeathTestSupport.h"
 #include "TestSupport.h"
 
 using namespace std::chrono_literals;
@@ -1095,6 +1096,53 @@ TEST_CASE("purge racing lock-free submissions loses no task and keeps each produ
   CHECK(s.taskCount == static_cast<std::uint64_t>(kProducers * perProducer));
   CHECK(s.cancelledCount <= cancelled);  // a task cancelled while it ran counts by how it ended
   checkLedgerAddsUp(s);
+}
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("constructing with an empty name throws invalid_argument saying the name must not be empty",
+          "[executor][construction][bad-input]") {
+  ThreadPoolOptions options = poolOptions("unnamed", 1, 1, WorkQueue::bounded(10));
+  options.name.clear();
+  CHECK_THROWS_AS(ThreadPoolExecutor(options), std::invalid_argument);
+  CHECK_THROWS_WITH(ThreadPoolExecutor(options), "coexec::ThreadPoolExecutor: name must not be empty");
+}
+
+TEST_CASE("an empty callable or Task is refused with invalid_argument naming the operation that refused it",
+          "[executor][construction][bad-input]") {
+  ThreadPoolExecutor pool(poolOptions("empty", 1, 1, WorkQueue::bounded(10)));
+  const std::function<void()> emptyAction;
+  const std::string callable = ": the task is empty (an empty std::function or a null pointer)";
+  CHECK_THROWS_AS(pool.execute(emptyAction), std::invalid_argument);
+  CHECK_THROWS_WITH(pool.execute(emptyAction), "coexec::ThreadPoolExecutor::execute" + callable);
+  CHECK_THROWS_WITH((void)pool.submit(emptyAction), "coexec::ThreadPoolExecutor::submit" + callable);
+  CHECK_THROWS_WITH((void)pool.submit(emptyAction, TaskOptions{.name = "named"}),
+                    "coexec::ThreadPoolExecutor::submit" + callable);
+  CHECK_THROWS_WITH((void)pool.tryExecute(emptyAction), "coexec::ThreadPoolExecutor::tryExecute" + callable);
+  const std::string task =
+      ": the Task is empty (default-constructed or moved from), so there is no coroutine to start.";
+  CHECK_THROWS_AS(pool.execute(Task<void>()), std::invalid_argument);
+  CHECK_THROWS_WITH(pool.execute(Task<void>()), "coexec::ThreadPoolExecutor::execute" + task);
+  CHECK_THROWS_WITH((void)pool.tryExecute(Task<void>()), "coexec::ThreadPoolExecutor::tryExecute" + task);
+  const PoolStats stats = pool.stats();
+  CHECK(stats.taskCount == 0);
+  CHECK(stats.rejectedCount == 0);
+}
+
+TEST_CASE("death child: a pool destroyed by one of its own tasks", "[.][executor][death]") {
+  if (!isDeathChild()) return;
+  prepareDeathChild();
+  auto pool = std::make_unique<ThreadPoolExecutor>(poolOptions("selfkill", 1, 1, WorkQueue::bounded(4)));
+  pool->execute([&pool] { pool.reset(); });  // the destructor on the pool's own thread: abort
+  std::this_thread::sleep_for(kLong);        // the abort ends the process long before
+}
+
+TEST_CASE("a pool destroyed on one of its own threads prints the error and aborts the program",
+          "[executor][lifecycle][bad-input][death]") {
+  requireAbortsWith(
+      "death child: a pool destroyed by one of its own tasks",
+      "coexec: fatal: ~ThreadPoolExecutor of pool 'selfkill': coexec::ThreadPoolExecutor::close (or the "
+      "destructor) called from a thread of pool 'selfkill' itself: a pool cannot wait for its own threads");
 }
 
 }  // namespace

@@ -557,7 +557,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
     using Fn = std::decay_t<F>;
     if constexpr (detail::IsTask<Fn>::value) {
       static_assert(!std::is_lvalue_reference_v<F>, "coexec: pass a Task by value: pool.submit(std::move(task))");
-      (void)detail::startableHandle(f, "ThreadPoolExecutor::", operation);  // before the pool takes it
+      (void)detail::startableHandle(f, scopeOf(operation), operation);  // before the pool takes it
       return adoptTask(new detail::CoroutineTask<typename Fn::value_type, Fn>(std::move(f), HasFuture, priority));
     } else {
       static_assert(std::is_invocable_v<Fn&> || std::is_invocable_v<Fn&, CancellationToken>,
@@ -576,6 +576,13 @@ class COEXEC_EXPORT ThreadPoolExecutor {
     return PendingTask(detail::Ref<detail::TaskCore>::adopt(core));
   }
   [[noreturn]] static void throwEmptyCallable(const char* operation);
+  /// The scope that names `operation` in an error message: "ThreadPoolExecutor::"
+  /// for the pool's own operations ("submit"), none for a qualified one that
+  /// names its own class ("TaskGroup::spawn", "SerialExecutor::submit").
+  static constexpr std::string_view scopeOf(std::string_view operation) noexcept {
+    return operation.find(':') == std::string_view::npos ? std::string_view("ThreadPoolExecutor::")
+                                                         : std::string_view();
+  }
   static void nameTask(PendingTask& task, std::string_view name) {
     if (!name.empty()) task.core_->setNameId(detail::internTaskName(name));
   }

@@ -206,8 +206,8 @@ ThreadPoolExecutor::~ThreadPoolExecutor() {
 }
 
 void ThreadPoolExecutor::throwEmptyCallable(const char* operation) {
-  throw std::invalid_argument(fmt::format(
-      "coexec::ThreadPoolExecutor::{}: the task is empty (an empty std::function or a null pointer)", operation));
+  throw std::invalid_argument(fmt::format("coexec::{}{}: the task is empty (an empty std::function or a null pointer)",
+                                          scopeOf(operation), operation));
 }
 
 std::size_t ThreadPoolExecutor::corePoolSize() const {
