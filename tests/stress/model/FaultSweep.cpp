@@ -1,0 +1,109 @@
+#include "model/FaultSweep.h"
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "coexec/detail/FaultInjection.h"
+#include "model/Program.h"
+#include "model/Runner.h"
+
+namespace coexec::stress {
+namespace {
+
+struct SiteTally {
+  std::uint64_t programs = 0;  ///< runs with a fault planned
+  std::uint64_t injected = 0;  ///< of those, runs in which the fault fired
+  std::uint64_t survived = 0;  ///< runs that fired and passed every check
+};
+
+/// Where each fault ends up, as docs/reliability.md's fault table says.
+const char* reportedAt(FaultSite site) {
+  switch (site) {
+    case FaultSite::threadFactory: return "uncaught handler; the task goes on to the queue or the policy";
+    case FaultSite::beforeExecute: return "the task's Future (or the uncaught handler); counted failed";
+    case FaultSite::afterExecute: return "printed and dropped; the task's outcome stands";
+    case FaultSite::uncaughtHandler: return "printed and dropped";
+    case FaultSite::rejectionHandler: return "thrown to the submitting caller";
+    case FaultSite::frameAllocator: return "std::bad_alloc to the caller, the awaiting parent or the Future";
+    case FaultSite::none: break;
+  }
+  return "";
+}
+
+/// The N values to try for a site called `calls` times.
+std::vector<std::uint64_t> sweepOf(std::uint64_t calls) {
+  std::vector<std::uint64_t> ns;
+  for (std::uint64_t n = 1; n <= calls && n <= 24; ++n) ns.push_back(n);
+  for (std::uint64_t n = 32; n <= calls; n = n * 3 / 2) ns.push_back(n);
+  return ns;
+}
+
+}  // namespace
+
+int runFaultSweep(double seconds, bool verbose) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  std::array<SiteTally, std::size(kFaultSites)> tallies{};
+  ProgramShape shape;
+  shape.midwayShutdown = false;
+  shape.maxOpsPerThread = 24;
+  std::uint64_t seed = 1;
+  bool fullPass = false;
+  while (!fullPass || std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
+    for (std::size_t s = 0; s < std::size(kFaultSites); ++s) {
+      const FaultSite site = kFaultSites[s];
+      if (site == FaultSite::frameAllocator && !detail::FaultInjection::available()) continue;
+      Program program = generate(seed, shape);
+      program.faults = FaultPlan{site, 0, false};
+      const RunReport dry = runProgram(program);
+      if (!dry.ok()) {
+        fmt::print("FAILED without a fault: {}", describe(program));
+        for (const auto& v : dry.violations) fmt::print("  violation: {}\n", v);
+        return 1;
+      }
+      for (const std::uint64_t n : sweepOf(dry.siteCalls)) {
+        program.faults = FaultPlan{site, static_cast<std::uint32_t>(n), site != FaultSite::frameAllocator && n % 2 == 0};
+        if (verbose) fmt::print("{}", describe(program));
+        const RunReport report = runProgram(program);
+        SiteTally& t = tallies[s];
+        ++t.programs;
+        if (report.faultsFired > 0) ++t.injected;
+        if (!report.ok()) {
+          fmt::print("FAILED: {}", describe(program));
+          for (const auto& v : report.violations) fmt::print("  violation: {}\n", v);
+          fmt::print("  final stats: {}\n", report.finalStats);
+          std::fflush(stdout);
+          return 1;
+        }
+        if (report.faultsFired > 0) ++t.survived;
+      }
+    }
+    ++seed;
+    fullPass = true;
+  }
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  fmt::print("fault sweep: {} programs (seeds 1..{}) in {:.1f} s\n", seed - 1, seed - 1, elapsed);
+  fmt::print("| {:<16} | {:>8} | {:>8} | {:>8} | {}\n", "site", "runs", "injected", "survived", "reported at");
+  std::uint64_t runs = 0, injected = 0, survived = 0;
+  for (std::size_t s = 0; s < std::size(kFaultSites); ++s) {
+    const SiteTally& t = tallies[s];
+    fmt::print("| {:<16} | {:>8} | {:>8} | {:>8} | {}\n", toString(kFaultSites[s]), t.programs, t.injected, t.survived,
+               reportedAt(kFaultSites[s]));
+    runs += t.programs;
+    injected += t.injected;
+    survived += t.survived;
+  }
+  if (!detail::FaultInjection::available()) {
+    fmt::print("(frameAllocator skipped: this build has no fault points; configure with COEXEC_FAULT_INJECTION=ON)\n");
+  }
+  fmt::print("fault sweep: {} runs, {} faults injected, {} survived\n", runs, injected, survived);
+  fmt::print("{} passed, 0 failed\n", runs);
+  return 0;
+}
+
+}  // namespace coexec::stress
