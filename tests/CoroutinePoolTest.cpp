@@ -259,6 +259,21 @@ TEST_CASE("a callable returning a Task that was already awaited fails its Future
   CHECK(finalStats(pool).failedCount == 1);
 }
 
+TEST_CASE("a callable returning an empty Task fails its Future with std::invalid_argument",
+          "[coroutine][submit][bad-input]") {
+  ThreadPoolExecutor pool(taggedPool("emptyc", 1, 1, WorkQueue::bounded(8)));
+  Future<int> result = pool.submit([] { return Task<int>(); });
+  const std::string message = logicErrorOf([&] { (void)result.get(); });
+  CHECK(message ==
+        "coexec::ThreadPoolExecutor::submit: the Task is empty (default-constructed or moved from), so there is no "
+        "coroutine to start.");
+  CHECK(throwsA<std::invalid_argument>([&] {
+    Future<int> again = pool.submit([] { return Task<int>(); });
+    (void)again.get();
+  }));
+  CHECK(finalStats(pool).failedCount == 2);
+}
+
 TEST_CASE("a submitted coroutine's exception reaches its Future, awaited or waited on", "[coroutine][exceptions]") {
   ThreadPoolExecutor pool(taggedPool("cx", 1, 1, WorkQueue::bounded(8)));
   Future<void> waited = pool.submit(failingTask("waited"));

@@ -18,6 +18,8 @@
 
 #include "TestSupport.h"
 #include "coexec/CancellationToken.h"
+#include "coexec/SyncWait.h"
+#include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 
 using namespace std::chrono_literals;
@@ -151,6 +153,9 @@ TEST_CASE("a second get throws std::logic_error whatever the first returned", "[
   CHECK(value.get() == 1);
   CHECK_THROWS_AS(value.get(), std::logic_error);
   CHECK_THROWS_AS(value.get(kLong), std::logic_error);
+  CHECK_THROWS_WITH(value.get(),
+                    "coexec::Future: the result was already consumed (get() or co_await may take a "
+                    "Future's result only once)");
 
   auto timed = pool.submit([] { return 2; });
   CHECK(timed.get(kLong) == 2);
@@ -281,6 +286,8 @@ TEST_CASE("an empty or moved-from Future is not valid and throws std::logic_erro
   CHECK_THROWS_AS(empty.cancel(), std::logic_error);
   CHECK_THROWS_AS(empty.isDone(), std::logic_error);
   CHECK_THROWS_AS(empty.isCancelled(), std::logic_error);
+  CHECK_THROWS_WITH(empty.get(), "coexec::Future: this Future is empty (default-constructed or moved from)");
+  CHECK_THROWS_WITH(empty.cancel(), "coexec::Future: this Future is empty (default-constructed or moved from)");
 
   ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(8));
   auto original = pool.submit([] { return 6; });
@@ -369,4 +376,70 @@ TEST_CASE("get from a thread of the pool that runs the unfinished task throws st
   CHECK(innerWasRunning);
   CHECK(threw == 1);
   CHECK(inner.get() == 5);  // the Future is still usable from outside the pool
+}
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("co_await of an empty or moved-from Future throws std::logic_error saying it is empty",
+          "[future][bad-input]") {
+  Future<int> empty;
+  const std::string message = coexec::syncWait([&]() -> coexec::Task<std::string> {
+    try {
+      (void)co_await empty;
+    } catch (const std::logic_error& e) {
+      co_return e.what();
+    }
+    co_return "no exception";
+  }());
+  CHECK(message == "coexec::Future: awaiting an empty Future (default-constructed or moved from)");
+}
+
+TEST_CASE("a second co_await of a Future throws std::logic_error: its result was already consumed",
+          "[future][bad-input]") {
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(8));
+  Future<int> future = pool.submit([] { return 9; });
+  const std::string outcome = coexec::syncWait([&]() -> coexec::Task<std::string> {
+    const int first = co_await future;
+    try {
+      (void)co_await future;
+    } catch (const std::logic_error& e) {
+      co_return std::to_string(first) + " then " + e.what();
+    }
+    co_return "no exception";
+  }());
+  CHECK(outcome ==
+        "9 then coexec::Future: the result was already consumed (get() or co_await may take a Future's result only "
+        "once)");
+  CHECK_THROWS_AS(future.get(), std::logic_error);  // get() after co_await: consumed too
+}
+
+TEST_CASE("get with a timeout on a thread of the task's own pool is not refused: it times out with TimeoutError",
+          "[future][deadlock][bad-input]") {
+  // get() there throws std::logic_error (it could wait forever); a bounded
+  // wait cannot deadlock, so it waits and times out.
+  Gate gate;
+  Counter innerStarted;
+  ThreadPoolExecutor pool(2, 2, 60s, WorkQueue::bounded(8));
+  OpenOnExit release{gate};
+  Future<int> inner;
+  Future<std::string> outer = pool.submit([&]() -> std::string {
+    inner = pool.submit([&] {
+      innerStarted.arrive();
+      gate.wait();
+      return 5;
+    });
+    if (!innerStarted.waitFor(1)) return "the inner task did not start";
+    try {
+      (void)inner.get(1ms);
+    } catch (const TimeoutError& e) {
+      return e.what();
+    } catch (const std::exception& e) {
+      return std::string("another exception: ") + e.what();
+    }
+    return "no exception";
+  });
+  REQUIRE(outer.waitFor(kLong));
+  CHECK(outer.get() == "Future::get(timeout): the task did not finish within the timeout");
+  gate.open();
+  CHECK(inner.get() == 5);  // not consumed by the timed-out get
 }

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -593,6 +594,9 @@ TEST_CASE("a period or delay that is not positive is refused, naming it", "[peri
                     Catch::Contains("scheduleWithFixedDelay") && Catch::Contains("delay must be positive"));
   std::function<void()> empty;
   CHECK_THROWS_AS(pool.scheduleAtFixedRate(empty, 0ms, 1ms), std::invalid_argument);
+  CHECK_THROWS_AS(pool.scheduleAtFixedRate([] {}, 0ms, -1ms), std::invalid_argument);
+  CHECK_THROWS_WITH(pool.scheduleAtFixedRate([] {}, 0ms, -1ms),
+                    "coexec::ThreadPoolExecutor::scheduleAtFixedRate: period must be positive, got -0.001 s");
   CHECK(pool.stats().scheduledCount == 0);
 }
 
@@ -818,4 +822,94 @@ TEST_CASE("on the steady clock, a fixed-rate schedule runs repeatedly until canc
   REQUIRE(handle.waitFor(kLong));
   handle.get();
   CHECK(handle.runCount() >= 5);
+}
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("every schedule form refuses an empty callable or Task with invalid_argument naming it; nothing is scheduled",
+          "[schedule][periodic][bad-input]") {
+  ThreadPoolExecutor pool({.name = "bad"});
+  const std::function<int()> empty;
+  const std::function<void()> emptyAction;
+  const std::string callable = ": the task is empty (an empty std::function or a null pointer)";
+  CHECK_THROWS_AS((void)pool.schedule(empty, 1ms), std::invalid_argument);
+  CHECK_THROWS_WITH((void)pool.schedule(empty, 1ms), "coexec::ThreadPoolExecutor::schedule" + callable);
+  CHECK_THROWS_WITH(pool.scheduleAtFixedRate(emptyAction, 1ms, 1ms),
+                    "coexec::ThreadPoolExecutor::scheduleAtFixedRate" + callable);
+  CHECK_THROWS_WITH(pool.scheduleWithFixedDelay(emptyAction, 1ms, 1ms),
+                    "coexec::ThreadPoolExecutor::scheduleWithFixedDelay" + callable);
+  CHECK_THROWS_AS((void)pool.schedule(Task<int>(), 1ms), std::invalid_argument);
+  CHECK_THROWS_WITH((void)pool.schedule(Task<int>(), 1ms),
+                    Catch::Contains("coexec::ThreadPoolExecutor::schedule: the Task is empty"));
+  Task<int> started = []() -> Task<int> { co_return 1; }();
+  (void)coexec::syncWait([&]() -> Task<int> { co_return co_await started; }());
+  CHECK_THROWS_AS((void)pool.schedule(std::move(started), 1ms), std::logic_error);
+  const PoolStats stats = pool.stats();
+  CHECK(stats.scheduledCount == 0);
+  CHECK(stats.taskCount == 0);
+  CHECK(stats.rejectedCount == 0);
+}
+
+TEST_CASE("an empty or moved-from PeriodicHandle throws std::logic_error from every member but valid()",
+          "[periodic][bad-input]") {
+  PeriodicHandle empty;
+  CHECK_FALSE(empty.valid());
+  const std::string emptyHandle = "coexec::PeriodicHandle: this handle is empty (default-constructed or moved from)";
+  CHECK_THROWS_AS(empty.cancel(), std::logic_error);
+  CHECK_THROWS_WITH(empty.cancel(), emptyHandle);
+  CHECK_THROWS_WITH((void)empty.runCount(), emptyHandle);
+  CHECK_THROWS_WITH((void)empty.delay(), emptyHandle);
+  // The end is a Future's: its message says so.
+  const std::string emptyFuture = "coexec::Future: this Future is empty (default-constructed or moved from)";
+  CHECK_THROWS_WITH((void)empty.isDone(), emptyFuture);
+  CHECK_THROWS_WITH(empty.wait(), emptyFuture);
+  CHECK_THROWS_WITH((void)empty.waitFor(1ms), emptyFuture);
+  CHECK_THROWS_WITH(empty.get(), emptyFuture);
+
+  ThreadPoolExecutor pool({.name = "moved"});
+  PeriodicHandle original = pool.scheduleAtFixedRate([] {}, 1h, 1h);
+  PeriodicHandle moved = std::move(original);
+  CHECK_FALSE(original.valid());  // NOLINT(bugprone-use-after-move): the misuse under test
+  CHECK_THROWS_WITH(original.cancel(), emptyHandle);
+  CHECK(moved.cancel());
+  moved.get();  // cancelled: returns
+}
+
+TEST_CASE("a PeriodicHandle's end is taken once: a second get throws std::logic_error", "[periodic][bad-input]") {
+  ThreadPoolExecutor pool({.name = "twice"});
+  PeriodicHandle handle = pool.scheduleAtFixedRate([] {}, 1h, 1h);
+  CHECK(handle.cancel());
+  CHECK_FALSE(handle.cancel());  // ended already: not an error
+  handle.get();
+  CHECK_THROWS_AS(handle.get(), std::logic_error);
+  CHECK_THROWS_WITH(handle.get(), Catch::Contains("the result was already consumed"));
+}
+
+TEST_CASE("PeriodicHandle::wait and get on a thread of the schedule's pool throw std::logic_error; waitFor times out",
+          "[periodic][deadlock][bad-input]") {
+  ThreadPoolExecutor pool({.name = "selfwait", .corePoolSize = 1, .maximumPoolSize = 1});
+  PeriodicHandle handle = pool.scheduleAtFixedRate([] {}, 1h, 1h);
+  Future<std::string> seen = pool.submit([&handle] {
+    std::string what;
+    try {
+      handle.wait();
+    } catch (const std::logic_error& e) {
+      what = e.what();
+    }
+    try {
+      handle.get();
+      what += " | get returned";
+    } catch (const std::logic_error&) {
+      what += " | get refused";
+    }
+    what += handle.waitFor(1ms) ? " | ended" : " | waitFor timed out";
+    return what;
+  });
+  REQUIRE(seen.waitFor(kLong));
+  const std::string what = seen.get();
+  CHECK_THAT(what, Catch::StartsWith("coexec::Future::wait/get: called on a thread of pool 'selfwait' for an "
+                                     "unfinished task of that same pool"));
+  CHECK_THAT(what, Catch::EndsWith(" | get refused | waitFor timed out"));
+  CHECK(handle.cancel());
+  handle.get();  // from outside the pool: allowed, and the end was not taken by the refused calls
 }

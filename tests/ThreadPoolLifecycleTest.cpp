@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -522,23 +523,34 @@ TEST_CASE("close and awaitTermination called from a pool thread throw std::logic
           "[executor][lifecycle][close]") {
   std::atomic<int> closeThrew{0};
   std::atomic<int> awaitThrew{0};
+  std::string closeMessage;
+  std::string awaitMessage;
   ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(4));
   auto future = pool.submit([&] {
     try {
       pool.close();
-    } catch (const std::logic_error&) {
+    } catch (const std::logic_error& e) {
       ++closeThrew;
+      closeMessage = e.what();
     }
     try {
       (void)pool.awaitTermination(1ms);
-    } catch (const std::logic_error&) {
+    } catch (const std::logic_error& e) {
       ++awaitThrew;
+      awaitMessage = e.what();
     }
   });
   REQUIRE(future.waitFor(kLong));
   future.get();
   CHECK(closeThrew == 1);
   CHECK(awaitThrew == 1);
+  CHECK(closeMessage ==
+        "coexec::ThreadPoolExecutor::close (or the destructor) called from a thread of pool 'coexec' itself: a pool "
+        "cannot wait for its own threads");
+  CHECK(awaitMessage ==
+        "coexec::ThreadPoolExecutor::awaitTermination called from a thread of pool 'coexec' itself: the pool cannot "
+        "terminate while this thread runs a task");
+  CHECK_FALSE(pool.isShutdown());  // the refused close() did not shut the pool down
 }
 
 // ---- RSZ: dynamic resizing ---------------------------------------------------

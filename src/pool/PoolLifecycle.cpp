@@ -180,7 +180,7 @@ bool ThreadPoolExecutor::awaitTermination(std::chrono::nanoseconds timeout) {
   detail::PoolImpl& p = *impl_;
   if (detail::currentPool() == &p) {
     throw std::logic_error(fmt::format(
-        "coexec::ThreadPoolExecutor::awaitTermination called from thread of pool '{}' itself: the pool cannot "
+        "coexec::ThreadPoolExecutor::awaitTermination called from a thread of pool '{}' itself: the pool cannot "
         "terminate while this thread runs a task",
         p.name_));
   }
