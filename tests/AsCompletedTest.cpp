@@ -241,3 +241,29 @@ TEST_CASE("dropping an AsCompleted with inputs still running never blocks and ca
   CHECK(finished.load() == 2);
   CHECK(pool.stats().completedTaskCount == 2);
 }
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("asCompleted names an empty Future it refuses; next() on a moved-from AsCompleted throws std::logic_error",
+          "[asCompleted][bad-input]") {
+  ThreadPoolExecutor pool(taggedPool("asc", 1, 1, WorkQueue::bounded(8)));
+  std::vector<Future<int>> withEmpty(1);
+  CHECK_THROWS_AS((void)asCompleted(withEmpty), std::invalid_argument);
+  CHECK_THROWS_WITH((void)asCompleted(withEmpty),
+                    "coexec::asCompleted: a Future is empty (default-constructed or moved from)");
+  std::vector<Future<int>> futures;
+  futures.push_back(pool.submit([] { return 1; }));
+  AsCompleted<int> completions = asCompleted(futures);
+  AsCompleted<int> moved = std::move(completions);
+  // NOLINTNEXTLINE(bugprone-use-after-move): the misuse under test
+  CHECK_THROWS_AS((void)completions.next(), std::logic_error);
+  CHECK_THROWS_WITH((void)completions.next(), "coexec::AsCompleted::next: this AsCompleted was moved from");
+  CHECK(completions.remaining() == 0);  // the other members answer for an empty one
+  CHECK(completions.size() == 0);
+  CHECK(completions.cancelRemaining() == 0);
+  const auto run = [&]() -> Task<int> {
+    std::optional<Future<int>> done = co_await moved.next();
+    co_return done ? done->get() : -1;
+  };
+  CHECK(syncWait(run()) == 1);
+}

@@ -558,3 +558,78 @@ TEST_CASE("invokeAny whose task is cancelled while it waits throws OperationCanc
   children.release.open();
   CHECK(throwsA<OperationCancelled>([&] { (void)outer.get(); }));
 }
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("invokeAll's and invokeAny's refusals say what was wrong, and nothing starts",
+          "[invokeAll][invokeAny][input][bad-input]") {
+  std::atomic<int> ran{0};
+  ThreadPoolExecutor pool(taggedPool("inv", 1, 1, WorkQueue::bounded(8)));
+  const auto whatOf = [](auto&& run) -> std::string {
+    try {
+      syncWait(run());
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "no exception";
+  };
+  IntTasks none;
+  CHECK(whatOf([&] { return invokeAnyOf(pool, none); }) ==
+        "coexec::ThreadPoolExecutor::invokeAny: the range of tasks is empty, so there is no result to return");
+  IntTasks withEmpty{[&ran] { return ran.fetch_add(1); }, std::function<int()>()};
+  CHECK(whatOf([&] { return invokeAllOf(pool, withEmpty); }) ==
+        "coexec::ThreadPoolExecutor::invokeAll: the task is empty (an empty std::function or a null pointer)");
+  CHECK(whatOf([&] { return invokeAnyOf(pool, withEmpty); }) ==
+        "coexec::ThreadPoolExecutor::invokeAny: the task is empty (an empty std::function or a null pointer)");
+  std::vector<Task<int>> emptyTasks(1);
+  CHECK_THAT(whatOf([&]() -> Task<int> { co_return co_await pool.invokeAny(emptyTasks); }),
+             Catch::StartsWith("coexec::ThreadPoolExecutor::invokeAny: the Task is empty"));
+  IntTasks tasks(2, [&ran] { return ran.fetch_add(1); });
+  CHECK(whatOf([&]() -> Task<void> { (void)co_await pool.invokeAll(tasks, 0ms); }) ==
+        "coexec::ThreadPoolExecutor::invokeAll: the timeout of 0ms passed before every task finished; the unfinished "
+        "ones were cancelled and have settled");
+  CHECK(ran.load() == 0);
+  CHECK(pool.stats().taskCount == 0);
+}
+
+TEST_CASE("a named invokeAny awaitable awaited twice throws std::logic_error saying it runs its tasks once",
+          "[invokeAny][bad-input]") {
+  ThreadPoolExecutor pool(taggedPool("inv", 1, 1, WorkQueue::bounded(8)));
+  IntTasks tasks(2, [] { return 1; });
+  const std::string message = syncWait([&]() -> Task<std::string> {
+    auto any = pool.invokeAny(tasks);
+    (void)co_await any;
+    try {
+      (void)co_await any;
+    } catch (const std::logic_error& e) {
+      co_return e.what();
+    }
+    co_return "no exception";
+  }());
+  CHECK(message ==
+        "coexec::ThreadPoolExecutor::invokeAny: this awaitable was already awaited (it runs its tasks once)");
+  CHECK(pool.stats().taskCount == 2);  // the first await's tasks only
+}
+
+TEST_CASE("invokeAll after shutdown says the pool is shut down and no task was started; a zero timeout comes first",
+          "[invokeAll][shutdown][bad-input]") {
+  ThreadPoolExecutor pool(taggedPool("inv", 1, 1, WorkQueue::bounded(8)));
+  pool.shutdown();
+  IntTasks tasks(2, [] { return 1; });
+  const std::exception_ptr refused = [&] {
+    try {
+      (void)syncWait(invokeAllOf(pool, tasks));
+    } catch (...) {
+      return std::current_exception();
+    }
+    return std::exception_ptr();
+  }();
+  REQUIRE(coexec::test::holdsA<RejectedExecution>(refused));
+  CHECK_THAT(messageOf(refused),
+             Catch::Contains("ThreadPoolExecutor::invokeAll: the pool is shut down and accepts no "
+                             "new tasks (none was started)") &&
+                 Catch::Contains("pool 'inv' TERMINATED"));  // idle: it terminated inside shutdown()
+  // A zero timeout throws TimeoutError before the pool's state is looked at.
+  CHECK(throwsA<TimeoutError>([&] { syncWait([&]() -> Task<void> { (void)co_await pool.invokeAll(tasks, 0ms); }()); }));
+  CHECK(pool.stats().rejectedCount == 2);  // the two refused at the first await, none by the timed one
+}

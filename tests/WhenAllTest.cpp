@@ -247,3 +247,51 @@ TEST_CASE("whenAll of Futures moved into a named awaitable, on every compiler", 
   };
   CHECK(syncWait(run()) == 11);
 }
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE(
+    "whenAll refuses an empty Future, an empty Task or a started Task with a message naming it; nothing is touched",
+    "[whenAll][input][bad-input]") {
+  ThreadPoolExecutor pool(taggedPool("when", 1, 1, WorkQueue::bounded(8)));
+  Future<int> ok = pool.submit([] { return 1; });
+  const auto whatOf = [](auto&& run) -> std::string {
+    try {
+      (void)syncWait(run());
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "no exception";
+  };
+  Future<int> empty;
+  CHECK(whatOf([&]() -> Task<void> { (void)co_await whenAll(ok, empty); }) ==
+        "coexec::whenAll: a Future argument is empty (default-constructed or moved from)");
+  CHECK(whatOf([&]() -> Task<void> { (void)co_await whenAll(ok, Task<int>()); }) ==
+        "coexec::whenAll: the Task is empty (default-constructed or moved from), so there is no coroutine to start.");
+  CHECK(throwsA<std::invalid_argument>(
+      [&] { syncWait([&]() -> Task<void> { (void)co_await whenAll(ok, Task<int>()); }()); }));
+  Task<int> started = []() -> Task<int> { co_return 2; }();
+  (void)syncWait([&]() -> Task<int> { co_return co_await started; }());
+  CHECK_THAT(whatOf([&]() -> Task<void> { (void)co_await whenAll(ok, std::move(started)); }),
+             Catch::StartsWith("coexec::whenAll: the Task was already started"));
+  CHECK(ok.get() == 1);  // untouched by the refused awaits
+}
+
+TEST_CASE("a named whenAll awaitable awaited a second time throws std::logic_error saying it runs once",
+          "[whenAll][bad-input]") {
+  ThreadPoolExecutor pool(taggedPool("when", 1, 1, WorkQueue::bounded(8)));
+  Future<int> a = pool.submit([] { return 1; });
+  const std::string message = syncWait([&]() -> Task<std::string> {
+    auto awaitable = whenAll(a);
+    (void)co_await awaitable;
+    try {
+      (void)co_await awaitable;
+    } catch (const std::logic_error& e) {
+      co_return e.what();
+    }
+    co_return "no exception";
+  }());
+  CHECK(message ==
+        "coexec::whenAll: this awaitable was already awaited (it watches its Futures and runs its Tasks once)");
+  CHECK_THROWS_AS(a.get(), std::logic_error);  // consumed by the first await
+}

@@ -129,3 +129,51 @@ TEST_CASE_METHOD(
   CHECK(throwsA<OperationCancelled>([&] { (void)outer.get(); }));
   CHECK(sleepCancelled.load());
 }
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE(
+    "whenAny refuses an empty Future, an empty Task or a started Task with a message naming it; nothing is touched",
+    "[whenAny][input][bad-input]") {
+  ThreadPoolExecutor pool(taggedPool("when", 1, 1, WorkQueue::bounded(8)));
+  Future<int> ok = pool.submit([] { return 1; });
+  const auto whatOf = [](auto&& run) -> std::string {
+    try {
+      (void)syncWait(run());
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "no exception";
+  };
+  Future<int> empty;
+  CHECK(whatOf([&]() -> Task<void> { (void)co_await whenAny(ok, empty); }) ==
+        "coexec::whenAny: a Future argument is empty (default-constructed or moved from)");
+  CHECK(whatOf([&]() -> Task<void> { (void)co_await whenAny(ok, Task<int>()); }) ==
+        "coexec::whenAny: the Task is empty (default-constructed or moved from), so there is no coroutine to start.");
+  CHECK(throwsA<std::invalid_argument>(
+      [&] { syncWait([&]() -> Task<void> { (void)co_await whenAny(ok, Task<int>()); }()); }));
+  Task<int> started = []() -> Task<int> { co_return 2; }();
+  (void)syncWait([&]() -> Task<int> { co_return co_await started; }());
+  CHECK_THAT(whatOf([&]() -> Task<void> { (void)co_await whenAny(ok, std::move(started)); }),
+             Catch::StartsWith("coexec::whenAny: the Task was already started"));
+  CHECK(ok.get() == 1);  // untouched by the refused awaits
+}
+
+TEST_CASE("a named whenAny awaitable awaited a second time throws std::logic_error saying it runs once",
+          "[whenAny][bad-input]") {
+  ThreadPoolExecutor pool(taggedPool("when", 1, 1, WorkQueue::bounded(8)));
+  Future<int> a = pool.submit([] { return 1; });
+  const std::string message = syncWait([&]() -> Task<std::string> {
+    auto awaitable = whenAny(a);
+    (void)co_await awaitable;
+    try {
+      (void)co_await awaitable;
+    } catch (const std::logic_error& e) {
+      co_return e.what();
+    }
+    co_return "no exception";
+  }());
+  CHECK(message ==
+        "coexec::whenAny: this awaitable was already awaited (it watches its Futures and runs its Tasks once)");
+  CHECK_THROWS_AS(a.get(), std::logic_error);  // consumed by the first await
+}

@@ -416,3 +416,86 @@ TEST_CASE("the result of withTimeout is awaited once; an empty Future is refused
   }());
   CHECK(refused);
 }
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("the result of withTimeout(task) awaited a second time throws std::logic_error",
+          "[timeout][task][bad-input]") {
+  const std::string message = syncWait([]() -> Task<std::string> {
+    auto timed = withTimeout([]() -> Task<int> { co_return 4; }(), 1h);
+    const int four = co_await timed;
+    try {
+      (void)co_await timed;
+    } catch (const std::logic_error& e) {
+      co_return std::to_string(four) + " then " + e.what();
+    }
+    co_return "no exception";
+  }());
+  CHECK(message == "4 then coexec::withTimeout: the result of withTimeout() can be awaited only once");
+}
+
+TEST_CASE("withTimeout of an empty or already consumed Future throws std::logic_error from the co_await",
+          "[timeout][future][bad-input]") {
+  ThreadPoolExecutor pool({.name = "fc", .corePoolSize = 1, .maximumPoolSize = 1});
+  Future<int> consumed = pool.submit([] { return 1; });
+  CHECK(consumed.get() == 1);
+  Future<int> empty;
+  const auto whatOf = [](Future<int>& future) {
+    return syncWait([&]() -> Task<std::string> {
+      auto timed = withTimeout(future, 1h);  // nothing is checked yet
+      try {
+        (void)co_await timed;
+      } catch (const std::logic_error& e) {
+        co_return e.what();
+      }
+      co_return "no exception";
+    }());
+  };
+  CHECK(whatOf(empty) == "coexec::withTimeout: awaiting an empty Future (default-constructed or moved from)");
+  CHECK(whatOf(consumed) ==
+        "coexec::Future: the result was already consumed (get() or co_await may take a Future's result only once)");
+}
+
+TEST_CASE("withTimeout with a negative timeout never starts the Task and throws TimeoutError",
+          "[timeout][task][bad-input]") {
+  std::atomic<int> ran{0};
+  const std::string message = syncWait([&]() -> Task<std::string> {
+    auto timed = withTimeout(
+        [&]() -> Task<int> {
+          ran.fetch_add(1);
+          co_return 1;
+        }(),
+        -1ms);
+    try {
+      (void)co_await timed;
+    } catch (const TimeoutError& e) {
+      co_return e.what();
+    }
+    co_return "no exception";
+  }());
+  // A negative timeout counts as zero: the message names 0 (in microseconds).
+  CHECK_THAT(message, Catch::StartsWith("coexec::withTimeout: the work did not finish within 0") &&
+                          Catch::EndsWith("s (it was cancelled at the deadline and has settled)"));
+  CHECK(ran.load() == 0);
+}
+
+TEST_CASE("withTimeout of a queued task's Future with a zero timeout cancels the task; it never runs",
+          "[timeout][future][bad-input]") {
+  Gate gate;
+  Counter started;
+  ThreadPoolExecutor pool({.name = "fz", .corePoolSize = 1, .maximumPoolSize = 1});
+  OpenOnExit open(gate);
+  coexec::test::executeBlocked(pool, 1, started, gate);
+  REQUIRE(started.waitFor(1));
+  std::atomic<int> ran{0};
+  Future<int> queued = pool.submit([&ran] { return ran.fetch_add(1); });
+  const bool threwTimeout = syncWait([&]() -> Task<bool> {
+    auto timed = withTimeout(queued, 0ms);
+    co_return co_await timedOut(timed);
+  }());
+  CHECK(threwTimeout);
+  CHECK(queued.isCancelled());
+  gate.open();
+  pool.close();
+  CHECK(ran.load() == 0);
+}
