@@ -24,6 +24,7 @@
 #include "TestSupport.h"
 #include "coexec/AsCompleted.h"
 #include "coexec/Errors.h"
+#include "coexec/Sleep.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
 #include "coexec/TaskGroup.h"
@@ -328,6 +329,97 @@ TEST_CASE("a caller-run task that fails with its Future dropped unread is report
   CHECK(items[0].unobserved);
   CHECK(items[0].threadName == "(caller)");
   CHECK(items[0].reportedOn == std::this_thread::get_id());
+}
+
+/// A pool of one busy thread and a full queue of one: the next submission
+/// reaches the rejection policy. The gate releases the busy tasks.
+ThreadPoolOptions saturatedPool(Reports& reports, const char* name, RejectionPolicy policy) {
+  ThreadPoolOptions options = reportingPool(reports, name);
+  options.workQueue = WorkQueue::bounded(1);
+  options.rejectionPolicy = std::move(policy);
+  return options;
+}
+
+Task<int> failingAfterSleep(int id) {
+  co_await coexec::sleepFor(1ms);
+  throw TaskError(id);
+}
+
+TEST_CASE("a caller-run coroutine task that fails with its Future dropped unread is reported",
+          "[unobserved][policy][coroutine][reliability]") {
+  // Caught by the model-based stress driver: a coroutine task run by
+  // callerRuns() was not watched, so its unread failure went nowhere.
+  Reports reports;
+  Gate gate;
+  Counter started;
+  ThreadPoolExecutor pool(saturatedPool(reports, "caller", RejectionPolicy::callerRuns()));
+  OpenOnExit release(gate);
+  coexec::test::executeBlocked(pool, 1, started, gate);
+  REQUIRE(started.waitFor(1));
+  coexec::test::executeBlocked(pool, 1, started, gate);  // fills the queue
+  (void)pool.submit(failingCoroutine(7));                // runs here, in the caller, and fails at once
+  {
+    auto future = pool.submit(failingAfterSleep(8));  // starts here, fails after its sleep, on another thread
+  }
+  REQUIRE(reports.waitFor(2));
+  std::vector<Report> items = reports.items();
+  std::sort(items.begin(), items.end(), [](const Report& a, const Report& b) { return a.id < b.id; });
+  REQUIRE(items.size() == 2);
+  CHECK(items[0].id == 7);
+  CHECK(items[1].id == 8);
+  for (const Report& r : items) {
+    CHECK(r.unobserved);
+    CHECK(r.threadName == "(caller)");
+  }
+}
+
+TEST_CASE("a fire-and-forget coroutine that fails under callerRuns reaches the uncaught handler",
+          "[unobserved][policy][coroutine][reliability]") {
+  // Caught by the model-based stress driver: it was printed to stderr
+  // instead, past the pool's handler.
+  Reports reports;
+  Gate gate;
+  Counter started;
+  ThreadPoolExecutor pool(saturatedPool(reports, "caller", RejectionPolicy::callerRuns()));
+  OpenOnExit release(gate);
+  coexec::test::executeBlocked(pool, 1, started, gate);
+  REQUIRE(started.waitFor(1));
+  coexec::test::executeBlocked(pool, 1, started, gate);
+  pool.execute([]() -> Task<void> {
+    (void)co_await failingCoroutine(9);
+  });
+  REQUIRE(reports.waitFor(1));
+  const std::vector<Report> items = reports.items();
+  REQUIRE(items.size() == 1);
+  CHECK(items[0].id == 9);
+  CHECK_FALSE(items[0].unobserved);
+  CHECK(items[0].threadName == "(caller)");
+}
+
+TEST_CASE("a coroutine task run on a newThreadRuns temporary thread that fails unread is reported",
+          "[unobserved][policy][coroutine][reliability]") {
+  // Caught by the model-based stress driver, as the callerRuns() case above.
+  Reports reports;
+  Gate gate;
+  Counter started;
+  ThreadPoolExecutor pool(saturatedPool(reports, "temporary", RejectionPolicy::newThreadRuns(2)));
+  OpenOnExit release(gate);
+  coexec::test::executeBlocked(pool, 1, started, gate);
+  REQUIRE(started.waitFor(1));
+  coexec::test::executeBlocked(pool, 1, started, gate);
+  (void)pool.submit(failingCoroutine(11));
+  pool.execute([]() -> Task<void> {
+    (void)co_await failingCoroutine(12);
+  });
+  REQUIRE(reports.waitFor(2));
+  std::vector<Report> items = reports.items();
+  std::sort(items.begin(), items.end(), [](const Report& a, const Report& b) { return a.id < b.id; });
+  REQUIRE(items.size() == 2);
+  CHECK(items[0].id == 11);
+  CHECK(items[0].unobserved);
+  CHECK(items[1].id == 12);
+  CHECK_FALSE(items[1].unobserved);
+  for (const Report& r : items) CHECK(r.threadName == "(temporary thread)");
 }
 
 TEST_CASE("an unjoined TaskGroup's failure is reported once, as unobserved", "[unobserved][taskgroup]") {

@@ -91,11 +91,15 @@ void RejectionPolicy::operator()(PendingTask& task, ThreadPoolExecutor& pool) co
     case Kind::callerRuns:
       if (pool.isShutdown()) {
         refuse(/*throwIfNoFuture=*/true);
-      } else if (!task.hasFuture() || task.core_->isCoroutine()) {
+      } else if (task.core_->isCoroutine()) {
+        // Watched by the pool's sink wherever it finishes: its failure is
+        // reported as a worker would report it.
+        detail::Ref<detail::TaskCore> core = std::move(task.core_);
+        if (core->tryStart()) pool.impl_->sink_->startWatched(std::move(core), detail::UncaughtSink::Outside::caller);
+      } else if (!task.hasFuture()) {
         task.run();
       } else {
-        // A failure nobody reads is reported as on a pool thread (a caller-run
-        // coroutine may finish anywhere: not watched).
+        // A failure nobody reads is reported as on a pool thread.
         const detail::Ref<detail::TaskCore> core = task.core_;
         task.run();
         if (core->failedOnItsOwn()) pool.impl_->sink_->armIfUnread(*core, "(caller)");

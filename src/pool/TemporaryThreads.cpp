@@ -65,7 +65,13 @@ void PoolImpl::runTemporary(std::unique_ptr<TemporaryJob> job) noexcept {
     const Ref<TaskCore> core = job->task.core_;
     const bool watched = core->hasFuture() && !core->isCoroutine();
     try {
-      job->task.run();
+      if (core->isCoroutine()) {
+        // Watched by the sink wherever the coroutine finishes.
+        Ref<TaskCore> started = std::move(job->task.core_);
+        if (started->tryStart()) sink_->startWatched(std::move(started), UncaughtSink::Outside::temporaryThread);
+      } else {
+        job->task.run();
+      }
     } catch (...) {  // an execute() task's exception: nobody else can take it
       const std::exception_ptr error = std::current_exception();
       if (!isOperationCancelled(error)) {
