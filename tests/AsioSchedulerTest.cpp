@@ -3,6 +3,7 @@
 // sleeps on the io_context's timers.
 #include "coexec/asio/AsioScheduler.h"
 
+#include <atomic>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -14,6 +15,7 @@
 #include "CoroutineTestSupport.h"
 #include "TestSupport.h"
 #include "coexec/Sleep.h"
+#include "coexec/SyncWait.h"
 #include "scheduler/TimerService.h"
 
 using namespace coexec;
@@ -236,4 +238,37 @@ TEST_CASE("spawn onto asioExecutor(pool) is the pool's submit", "[asio][spawn]")
   Future<std::string> f = spawn(asioExecutor(pool), task());
   REQUIRE(f.get(kLong) == "pool");
   REQUIRE(pool.stats().taskCount == 1);
+}
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("spawn refuses an empty or started Task with a message naming spawn; nothing is posted",
+          "[asio][spawn][bad-input]") {
+  asio::io_context io;
+  REQUIRE_THROWS_WITH(spawn(io.get_executor(), Task<int>()),
+                      "coexec::spawn: the Task is empty (default-constructed or moved from), so there is no coroutine "
+                      "to start.");
+  Task<int> started = []() -> Task<int> { co_return 1; }();
+  REQUIRE(syncWait([&]() -> Task<int> { co_return co_await started; }()) == 1);
+  REQUIRE_THROWS_AS(spawn(io.get_executor(), std::move(started)), std::logic_error);
+  Task<int> again = []() -> Task<int> { co_return 1; }();
+  (void)syncWait([&]() -> Task<int> { co_return co_await again; }());
+  REQUIRE_THROWS_WITH(spawn(io.get_executor(), std::move(again)),
+                      Catch::Matchers::StartsWith("coexec::spawn: the Task was already started"));
+  REQUIRE(io.run() == 0);  // nothing was posted, no work held
+}
+
+TEST_CASE("spawn onto asioExecutor(pool) after shutdown throws RejectedExecution, as submit does",
+          "[asio][spawn][shutdown][bad-input]") {
+  ThreadPoolExecutor pool(taggedPool("down", 1, 1, WorkQueue::bounded(8)));
+  pool.shutdown();
+  std::atomic<bool> ran{false};
+  auto task = [&ran]() -> Task<int> {
+    ran = true;
+    co_return 1;
+  };
+  REQUIRE_THROWS_AS(spawn(asioExecutor(pool), task()), RejectedExecution);
+  REQUIRE_THROWS_WITH(spawn(asioExecutor(pool), task()), Catch::Matchers::Contains("the pool is shut down"));
+  REQUIRE_FALSE(ran.load());
+  REQUIRE(pool.stats().rejectedCount == 2);
 }

@@ -382,3 +382,34 @@ TEST_CASE("graceful shutdown: io.run() returns once the accepted requests' pool 
   REQUIRE(pool.awaitTermination(kLong));
   REQUIRE(pool.stats().completedTaskCount == kRequests);
 }
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("asyncWait of an empty Future throws std::logic_error from asyncWait itself, with any token",
+          "[asio][asyncWait][bad-input]") {
+  asio::io_context io;
+  Future<int> empty;
+  REQUIRE_THROWS_WITH(asyncWait(empty, asio::bind_executor(io, [](std::exception_ptr, int) {})),
+                      "coexec::asyncWait: the Future is empty (default-constructed or moved from)");
+  REQUIRE_THROWS_AS((void)asyncWait(empty, asio::experimental::deferred), std::logic_error);
+  REQUIRE_THROWS_AS(asyncWait(Future<int>(), asio::detached), std::logic_error);
+  REQUIRE(io.run() == 0);  // nothing was started
+}
+
+TEST_CASE("asyncWait of a Future whose result was consumed completes with the std::logic_error",
+          "[asio][asyncWait][bad-input]") {
+  ThreadPoolExecutor pool(taggedPool("pool", 1, 1, WorkQueue::bounded(8)));
+  asio::io_context io;
+  auto f = pool.submit([] { return 5; });
+  REQUIRE(f.get() == 5);
+  std::exception_ptr error;
+  int value = -1;
+  asyncWait(f, asio::bind_executor(io, [&](std::exception_ptr e, int v) {
+              error = e;
+              value = v;
+            }));
+  REQUIRE(io.run() == 1);
+  REQUIRE(holds<std::logic_error>(error));
+  REQUIRE_THROWS_WITH(std::rethrow_exception(error), Catch::Matchers::Contains("the result was already consumed"));
+  REQUIRE(value == 0);  // default-constructed, as for any failure
+}

@@ -7,15 +7,18 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
+#include "DeathTestSupport.h"
 #include "TestSupport.h"
 #include "coexec/Errors.h"
 
@@ -151,6 +154,10 @@ TEST_CASE("an empty callback is refused with std::invalid_argument", "[cancel][r
   CHECK_THROWS_AS(CancellationRegistration(source.token(), std::function<void()>{}), std::invalid_argument);
   source.requestCancellation();
   CHECK_THROWS_AS(CancellationRegistration(source.token(), std::function<void()>{}), std::invalid_argument);
+  CHECK_THROWS_WITH(CancellationRegistration(source.token(), std::function<void()>{}),
+                    "coexec::CancellationRegistration: the callback is empty");
+  // Even on a token that can never be cancelled.
+  CHECK_THROWS_AS(CancellationRegistration(CancellationToken(), std::function<void()>{}), std::invalid_argument);
 }
 
 TEST_CASE("a callback may destroy its own registration", "[cancel][registration]") {
@@ -259,4 +266,48 @@ TEST_CASE("cancel racing registration runs every callback exactly once", "[cance
   INFO(ranInline << " callbacks ran inline, " << ranByCancel << " on the cancelling thread");
   CHECK(ranInline > 0);
   CHECK(ranByCancel > 0);
+}
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("a moved-from CancellationSource has no state: its tokens can never be cancelled and a request does nothing",
+          "[cancel][token][bad-input]") {
+  CancellationSource source;
+  const CancellationToken before = source.token();
+  CancellationSource moved = std::move(source);
+  // NOLINTBEGIN(bugprone-use-after-move): the misuse under test
+  const CancellationToken after = source.token();
+  CHECK_FALSE(after.canBeCancelled());
+  CHECK_FALSE(source.requestCancellation());
+  CHECK_FALSE(source.isCancellationRequested());
+  // NOLINTEND(bugprone-use-after-move)
+  CHECK_NOTHROW(after.throwIfCancellationRequested());
+  CHECK(moved.requestCancellation());  // the state went with the move
+  CHECK(before.isCancellationRequested());
+  CHECK_THROWS_AS(before.throwIfCancellationRequested(), OperationCancelled);
+  CHECK_THROWS_WITH(before.throwIfCancellationRequested(),
+                    "coexec: the operation was cancelled before it produced a result");
+}
+
+TEST_CASE("a callback that throws while registering on a cancelled token throws out of the registration",
+          "[cancel][registration][bad-input]") {
+  CancellationSource source;
+  source.requestCancellation();
+  CHECK_THROWS_WITH(CancellationRegistration(source.token(), [] { throw std::runtime_error("callback failed"); }),
+                    "callback failed");
+}
+
+TEST_CASE("death child: a cancellation callback that throws", "[.][cancel][death]") {
+  if (!coexec::test::isDeathChild()) return;
+  coexec::test::prepareDeathChild();
+  CancellationSource source;
+  CancellationRegistration registration(source.token(), [] { throw std::runtime_error("callback failed"); });
+  (void)source.requestCancellation();  // noexcept: the exception terminates the program
+}
+
+TEST_CASE("a cancellation callback that throws inside requestCancellation terminates the program",
+          "[cancel][registration][bad-input][death]") {
+  const std::string output =
+      coexec::test::requireAbortsWith("death child: a cancellation callback that throws", "terminate called");
+  CHECK_THAT(output, Catch::Matchers::Contains("callback failed"));
 }

@@ -7,10 +7,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
 #include <catch2/catch.hpp>
+
+#include "DeathTestSupport.h"
+#include "coexec/ThreadPoolExecutor.h"
 
 using coexec::Clock;
 using coexec::ManualClock;
@@ -72,4 +76,24 @@ TEST_CASE("a manual clock may be read from other threads while it advances, and 
   reader.join();
   CHECK_FALSE(wentBack.load());
   CHECK(clock.now() == Clock::time_point{} + 10s);
+}
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("death child: a ManualClock destroyed while a pool still runs on it", "[.][clock][death]") {
+  if (!coexec::test::isDeathChild()) return;
+  coexec::test::prepareDeathChild();
+  auto clock = std::make_unique<ManualClock>();
+  coexec::ThreadPoolExecutor pool({.name = "early", .clock = clock.get()});
+  clock.reset();  // the pool's timer service still runs on it: the assertion fires
+}
+
+TEST_CASE("a ManualClock destroyed before a pool that runs on it fails an assertion in debug builds",
+          "[clock][manual][bad-input][death]") {
+#ifdef NDEBUG
+  WARN("assertions are compiled out (NDEBUG): destroying the clock first is undefined behaviour here");
+#else
+  coexec::test::requireAbortsWith("death child: a ManualClock destroyed while a pool still runs on it",
+                                  "coexec::ManualClock destroyed while a timer service still runs on it");
+#endif
 }

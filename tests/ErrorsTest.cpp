@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -109,4 +111,20 @@ TEST_CASE("RejectedExecution carries the reason and a snapshot of the pool", "[e
   const RejectedExecution copy = error;  // exceptions are copied when thrown
   CHECK(std::string(copy.what()) == what);
   CHECK(copy.snapshot().name == "orders");
+}
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("an AllFailed built from no errors holds none, and its message says no task failed with an error",
+          "[errors][bad-input]") {
+  // invokeAny never throws it so (its range is never empty there); a user
+  // may build one, and gets a consistent, empty error list.
+  const coexec::AllFailed none{std::vector<std::exception_ptr>{}};
+  CHECK(none.errors().empty());
+  CHECK(std::string(none.what()) ==
+        "coexec: invokeAny: every one of the 0 tasks failed (errors() holds each one's exception); the first task's "
+        "error: (none)");
+  const coexec::AllFailed withNull{std::vector<std::exception_ptr>{nullptr}};
+  CHECK(withNull.errors().size() == 1);
+  CHECK_THAT(withNull.what(), Catch::Matchers::EndsWith("the first task's error: (no exception)"));
 }

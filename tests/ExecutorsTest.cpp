@@ -200,3 +200,29 @@ TEST_CASE("docs/production.md: the preset snippets compile and build the pools t
   CHECK(audit.stats().queueCapacity == 10'000);
   CHECK(timers.corePoolSize() == 2);
 }
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("every preset refuses an empty name, and each message names the preset and the argument",
+          "[executors][bad-input]") {
+  using Catch::Matchers::Contains;
+  const auto emptyName = [](const char* preset) {
+    return std::string("coexec::Executors::") + preset + ": name must not be empty";
+  };
+  CHECK_THROWS_AS(Executors::cached(4, 0, ""), std::invalid_argument);
+  CHECK_THROWS_WITH(Executors::fixed(2, 10, ""), emptyName("fixed"));
+  CHECK_THROWS_WITH(Executors::fixedUnbounded(2, ""), emptyName("fixedUnbounded"));
+  CHECK_THROWS_WITH(Executors::cached(4, 0, ""), emptyName("cached"));
+  CHECK_THROWS_WITH(Executors::single(8, ""), emptyName("single"));
+  CHECK_THROWS_WITH(Executors::singleUnbounded(""), emptyName("singleUnbounded"));
+  CHECK_THROWS_WITH(Executors::scheduled(2, 8, ""), emptyName("scheduled"));
+  CHECK_THROWS_WITH(Executors::fixed(0, 10), "coexec::Executors::fixed: n must be at least 1, got 0");
+  CHECK_THROWS_WITH(Executors::fixed(2, 0),
+                    "coexec::Executors::fixed: capacity must be at least 1, got 0 (for a "
+                    "hand-off without a queue use Executors::cached(n, 0))");
+  CHECK_THROWS_WITH(Executors::cached(0, 10), "coexec::Executors::cached: maxThreads must be at least 1, got 0");
+  CHECK_THROWS_WITH(Executors::scheduled(1, 0), "coexec::Executors::scheduled: capacity must be at least 1, got 0");
+  // The first bad argument is the one named: n before capacity before name.
+  CHECK_THROWS_WITH(Executors::fixed(0, 0, ""), Contains("n must be at least 1"));
+  CHECK_NOTHROW(Executors::cached(4, 0));  // capacity 0 is cached()'s hand-off, not an error
+}

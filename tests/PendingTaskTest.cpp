@@ -131,6 +131,7 @@ TEST_CASE("run on an empty PendingTask throws std::logic_error", "[pending]") {
   PendingTask empty;
   CHECK_FALSE(empty.valid());
   CHECK_THROWS_AS(empty.run(), std::logic_error);
+  CHECK_THROWS_WITH(empty.run(), "coexec::PendingTask::run: the handle is empty (already run or moved from)");
 
   Catcher catcher;
   catcher.pool().execute([] {});

@@ -173,6 +173,11 @@ TEST_CASE("abortWithReport calls its sink without the pool's lock; a throwing si
 TEST_CASE("abortWithReport and newThreadRuns refuse bad arguments", "[policy]") {
   CHECK_THROWS_AS(RejectionPolicy::abortWithReport(RejectionPolicy::ReportSink{}), std::invalid_argument);
   CHECK_THROWS_AS(RejectionPolicy::abortWithReport([](std::string_view) {}, -1ms), std::invalid_argument);
+  CHECK_THROWS_WITH(RejectionPolicy::abortWithReport(RejectionPolicy::ReportSink{}),
+                    "coexec::RejectionPolicy::abortWithReport: the sink is empty");
+  CHECK_THROWS_WITH(RejectionPolicy::abortWithReport([](std::string_view) {}, -1ms),
+                    "coexec::RejectionPolicy::abortWithReport: interval must be non-negative, got -1000000ns");
+  CHECK_THROWS_AS(RejectionPolicy::newThreadRuns(0), std::invalid_argument);
   CHECK_THROWS_WITH(RejectionPolicy::newThreadRuns(0), Catch::Matchers::Contains("maxTemporaryThreads"));
   CHECK(RejectionPolicy::newThreadRuns(1).name() == "newThreadRuns");
   CHECK(RejectionPolicy::abortWithReport().name() == "abortWithReport");
@@ -291,4 +296,20 @@ TEST_CASE("docs/production.md: the policy snippets compile", "[policy][docs]") {
   CHECK(a.rejectionPolicy().name() == "abortWithReport");
   CHECK(b.rejectionPolicy().name() == "abortWithReport");
   CHECK(c.rejectionPolicy().name() == "newThreadRuns");
+}
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("abortWithReport after shutdown throws RejectedExecution like abort, after writing its report",
+          "[policy][report][shutdown][bad-input]") {
+  std::vector<std::string> reports;
+  ThreadPoolExecutor pool(
+      smallPool("downrep", RejectionPolicy::abortWithReport([&](std::string_view r) { reports.emplace_back(r); }, 0s)));
+  pool.shutdown();
+  CHECK_THROWS_AS(pool.execute([] {}), RejectedExecution);
+  CHECK_THROWS_WITH((void)pool.submit([] { return 1; }), Catch::Matchers::Contains("the pool is shut down"));
+  REQUIRE(reports.size() == 2);
+  CHECK_THAT(reports[0], Catch::Matchers::Contains("the pool is shut down") &&
+                             Catch::Matchers::Contains("pool 'downrep' TERMINATED"));
+  CHECK(pool.stats().rejectedCount == 2);
 }

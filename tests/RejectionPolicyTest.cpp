@@ -607,6 +607,8 @@ TEST_CASE("block gives up after its timeout and throws RejectedExecution; the ta
 
 TEST_CASE("block with a negative timeout throws invalid_argument", "[rejection][construction][block]") {
   CHECK_THROWS_AS(RejectionPolicy::block(-1ms), std::invalid_argument);
+  CHECK_THROWS_WITH(RejectionPolicy::block(-1ms),
+                    "coexec::RejectionPolicy::block: timeout must be non-negative, got -1000000ns");
   CHECK(RejectionPolicy::block(0ms).name() == "block");
 }
 
@@ -701,6 +703,7 @@ TEST_CASE("an empty policy callable throws invalid_argument (Java's null handler
   CHECK_THROWS_AS(RejectionPolicy(RejectionPolicy::Handler{}), std::invalid_argument);
   void (*nullHandler)(PendingTask&, ThreadPoolExecutor&) = nullptr;
   CHECK_THROWS_AS(RejectionPolicy(nullHandler), std::invalid_argument);
+  CHECK_THROWS_WITH(RejectionPolicy(nullHandler), "coexec::RejectionPolicy: the handler callable is empty");
 }
 
 TEST_CASE("policies report their names; a callable converts implicitly to a custom policy",
@@ -894,6 +897,47 @@ TEST_CASE("discardOldest evicts the oldest local task when local queues hold eve
   const PoolStats s = pool.stats();
   CHECK(s.discardedCount == 1);
   CHECK(s.rejectedCount == 1);
+}
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("a policy applied by hand to an empty PendingTask throws invalid_argument and counts nothing",
+          "[rejection][custom][bad-input]") {
+  ThreadPoolExecutor pool(poolOptions("rejempty", 1, 1, WorkQueue::bounded(1)));
+  PendingTask empty;
+  for (const RejectionPolicy& policy : {RejectionPolicy::abort(), RejectionPolicy::callerRuns(),
+                                        RejectionPolicy::discard(), RejectionPolicy::block(1ms)}) {
+    INFO("policy " << policy.name());
+    CHECK_THROWS_AS(policy(empty, pool), std::invalid_argument);
+    CHECK_THROWS_WITH(policy(empty, pool), "coexec::RejectionPolicy: the task handle is empty");
+  }
+  CHECK(pool.stats().rejectedCount == 0);
+}
+
+TEST_CASE("a pool task submitting to its own saturated pool under block() waits out the timeout, then is rejected",
+          "[rejection][saturated][block][bad-input]") {
+  // The hazard of RejectionPolicy::block()'s note: the only thread is the
+  // submitter, so nothing can make room before the timeout.
+  static constexpr auto kTimeout = 20ms;
+  ThreadPoolExecutor pool(poolOptions("rejself", 1, 1, WorkQueue::bounded(1), RejectionPolicy::block(kTimeout)));
+  Future<std::string> outcome = pool.submit([&pool] {
+    pool.execute([] {});  // holds the queue's one place until this task returns
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      pool.execute([] {});
+    } catch (const RejectedExecution& e) {
+      const bool waited = std::chrono::steady_clock::now() - start >= kTimeout;
+      return std::string(waited ? "waited, then: " : "did not wait: ") + e.what();
+    }
+    return std::string("admitted");
+  });
+  REQUIRE(outcome.waitFor(kLong));
+  const std::string what = outcome.get();
+  CHECK_THAT(what, Catch::StartsWith("waited, then: coexec: task rejected: ") && Contains("pool 'rejself' RUNNING"));
+  pool.close();
+  const PoolStats stats = pool.stats();
+  CHECK(stats.rejectedCount == 1);
+  CHECK(stats.completedTaskCount == 2);  // the submitter and the task that held the place
 }
 
 }  // namespace

@@ -60,3 +60,26 @@ TEST_CASE("queueCapacityFor refuses invalid arguments, naming them", "[sizing]")
   CHECK_THROWS_WITH(sizing::queueCapacityFor(2, 0ms, 1s), Contains("serviceTime"));
   CHECK_THROWS_WITH(sizing::queueCapacityFor(2, 2s, 1s), Contains("latencyBudget"));
 }
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("the sizing functions' refusals are std::invalid_argument, or std::overflow_error, with whole messages",
+          "[sizing][bad-input]") {
+  CHECK_THROWS_WITH(sizing::forBlocking(0, 1s, 0.8),
+                    "coexec::sizing::forBlocking: arrivalRate must be a positive number of tasks per second, got 0");
+  CHECK_THROWS_WITH(sizing::forBlocking(10, -1ms, 0.8),
+                    "coexec::sizing::forBlocking: serviceTime must be positive, got -1000000ns");
+  CHECK_THROWS_WITH(sizing::forBlocking(10, 1s, 1.5),
+                    "coexec::sizing::forBlocking: targetUtilization must be in (0, 1], got 1.5");
+  CHECK_THROWS_AS(sizing::forBlocking(10, 1s, std::numeric_limits<double>::quiet_NaN()), std::invalid_argument);
+  CHECK_THROWS_WITH(sizing::forBlocking(1e300, 1s, 1.0),
+                    Contains("coexec::sizing::forBlocking: ") && Contains("threads do not fit a std::size_t"));
+  CHECK_THROWS_AS(sizing::queueCapacityFor(0, 1ms, 1s), std::invalid_argument);
+  CHECK_THROWS_WITH(sizing::queueCapacityFor(0, 1ms, 1s),
+                    "coexec::sizing::queueCapacityFor: threads must be at least 1, got 0");
+  CHECK_THROWS_WITH(sizing::queueCapacityFor(2, -1ms, 1s),
+                    "coexec::sizing::queueCapacityFor: serviceTime must be positive, got -1000000ns");
+  CHECK_THROWS_WITH(sizing::queueCapacityFor(2, 2s, 1s),
+                    "coexec::sizing::queueCapacityFor: latencyBudget (1000000000ns) is "
+                    "shorter than serviceTime (2000000000ns): no task can meet it");
+}

@@ -73,6 +73,10 @@ TEST_CASE("syncWait rethrows the exception of the Task", "[syncwait][exceptions]
 
 TEST_CASE("syncWait of an empty Task throws std::logic_error", "[syncwait]") {
   CHECK_THROWS_AS(syncWait(Task<int>()), std::logic_error);
+  CHECK_THROWS_AS(syncWait(Task<int>()), std::invalid_argument);
+  CHECK_THROWS_WITH(syncWait(Task<int>()),
+                    "coexec::syncWait: the Task is empty (default-constructed or moved from), so there is no coroutine "
+                    "to start.");
 }
 
 TEST_CASE("syncWait of a Task that was already awaited throws std::logic_error", "[syncwait]") {
@@ -83,7 +87,13 @@ TEST_CASE("syncWait of a Task that was already awaited throws std::logic_error",
   };
   Task<int> started = syncWait(awaitAndHandOver());
   REQUIRE(started.valid());
-  CHECK_THROWS_AS(syncWait(std::move(started)), std::logic_error);
+  std::string message = "no std::logic_error";
+  try {
+    (void)syncWait(std::move(started));
+  } catch (const std::logic_error& e) {
+    message = e.what();
+  }
+  CHECK_THAT(message, Catch::Matchers::StartsWith("coexec::syncWait: the Task was already started"));
 }
 
 TEST_CASE("a coroutine awaiting pool work inside syncWait resumes on the calling thread", "[syncwait][affinity]") {
@@ -123,7 +133,9 @@ TEST_CASE("syncWait on a pool thread throws std::logic_error", "[syncwait][block
     try {
       (void)syncWait(answer());
     } catch (const std::logic_error& e) {
-      return std::string(e.what()).find("pool 'swp'") != std::string::npos;
+      return std::string(e.what()) ==
+             "coexec::syncWait: called on a thread of pool 'swp'; blocking a pool thread until a task finishes can "
+             "deadlock the pool (co_await the task instead)";
     }
     return false;
   });

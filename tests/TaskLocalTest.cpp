@@ -17,6 +17,7 @@
 #include <catch2/catch.hpp>
 
 #include "CoroutineTestSupport.h"
+#include "DeathTestSupport.h"
 #include "TestSupport.h"
 #include "coexec/KeyedExecutor.h"
 #include "coexec/ResumeOn.h"
@@ -270,4 +271,26 @@ TEST_CASE("after awaiting a combinator, the coroutine's submissions still carry 
     co_return log;
   });
   CHECK(seen.get() == std::vector<std::string>{"after", "after", "after"});
+}
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("death child: TaskLocal scopes ended out of order", "[.][tasklocal][death]") {
+  if (!coexec::test::isDeathChild()) return;
+  coexec::test::prepareDeathChild();
+  std::optional<TaskLocal<int>::Scope> outer;
+  std::optional<TaskLocal<int>::Scope> inner;
+  outer.emplace(depth, 1);
+  inner.emplace(depth, 2);
+  outer.reset();  // the outer Scope ends first: the assertion fires
+}
+
+TEST_CASE("TaskLocal scopes ended out of order fail an assertion in debug builds",
+          "[tasklocal][scope][bad-input][death]") {
+#ifdef NDEBUG
+  WARN("assertions are compiled out (NDEBUG): scopes ended out of order are undefined behaviour here");
+#else
+  coexec::test::requireAbortsWith("death child: TaskLocal scopes ended out of order",
+                                  "TaskLocal::Scope: scopes must end in reverse order, where they began");
+#endif
 }

@@ -262,6 +262,8 @@ TEST_CASE("awaiting a Task a second time throws std::logic_error", "[task]") {
     co_return first + second;
   };
   CHECK_THROWS_AS(syncWait(awaitTwice()), std::logic_error);
+  CHECK_THROWS_WITH(syncWait(awaitTwice()),
+                    Catch::Matchers::StartsWith("coexec::Task::operator co_await: the Task was already started"));
 }
 
 TEST_CASE("awaiting an empty or moved-from Task throws std::logic_error", "[task]") {
@@ -270,6 +272,10 @@ TEST_CASE("awaiting an empty or moved-from Task throws std::logic_error", "[task
     co_return co_await std::move(empty);
   };
   CHECK_THROWS_AS(syncWait(awaitEmpty()), std::logic_error);
+  CHECK_THROWS_AS(syncWait(awaitEmpty()), std::invalid_argument);
+  CHECK_THROWS_WITH(syncWait(awaitEmpty()),
+                    "coexec::Task::operator co_await: the Task is empty (default-constructed or moved from), so there "
+                    "is no coroutine to start.");
   auto awaitMovedFrom = []() -> Task<int> {
     Task<int> task = answer();
     Task<int> thief = std::move(task);

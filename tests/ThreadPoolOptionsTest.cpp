@@ -777,3 +777,43 @@ TEST_CASE("a thread factory that detaches its thread: the thread returns without
   REQUIRE_FALSE(errors.empty());
   CHECK_THAT(errors.front(), Catch::Matchers::Contains("not joinable"));
 }
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("a terminated hook that throws is printed to stderr and dropped; the pool still terminates",
+          "[hooks][lifecycle][bad-input]") {
+  std::FILE* capture = std::tmpfile();
+  REQUIRE(capture != nullptr);
+  std::fflush(stderr);
+  const int savedStderr = ::dup(STDERR_FILENO);
+  REQUIRE(savedStderr >= 0);
+  ::dup2(::fileno(capture), STDERR_FILENO);
+  std::atomic<int> calls{0};
+  bool terminated = false;
+  {
+    ThreadPoolOptions options;
+    options.name = "hkthrow";
+    options.hooks.terminated = [&calls] {
+      ++calls;
+      throw std::runtime_error("terminated hook failed (expected by the test)");
+    };
+    ThreadPoolExecutor pool(std::move(options));
+    CHECK(pool.submit([] { return 1; }).get() == 1);
+    pool.shutdown();
+    terminated = pool.awaitTermination(kLong);
+  }
+  std::fflush(stderr);
+  ::dup2(savedStderr, STDERR_FILENO);
+  ::close(savedStderr);
+  std::string text;
+  std::rewind(capture);
+  char buffer[512];
+  while (std::fgets(buffer, sizeof buffer, capture) != nullptr)
+    text += buffer;
+  std::fclose(capture);
+  INFO("stderr: " << text);
+  CHECK(terminated);
+  CHECK(calls.load() == 1);
+  CHECK_THAT(text, Catch::Matchers::Contains("coexec: the terminated hook on pool 'hkthrow' thread '") &&
+                       Catch::Matchers::Contains("threw: terminated hook failed (expected by the test)"));
+}

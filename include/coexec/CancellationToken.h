@@ -56,7 +56,9 @@ class COEXEC_EXPORT CancellationToken {
 };
 
 /// The owner's side of a cancellation request: hand out `token()`s, then call
-/// `requestCancellation()` once the work is no longer wanted.
+/// `requestCancellation()` once the work is no longer wanted. Copies share the
+/// request. A moved-from source has no state: its token() can never be
+/// cancelled, and requestCancellation() does nothing and returns false.
 ///
 /// Thread safety: every member may be called from any thread.
 class COEXEC_EXPORT CancellationSource {

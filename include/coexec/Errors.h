@@ -63,7 +63,9 @@ class COEXEC_EXPORT AllFailed : public Error {
   /// Never blocks. \throws std::bad_alloc.
   explicit AllFailed(std::vector<std::exception_ptr> errors);
 
-  /// Each task's exception, in input order. Never empty.
+  /// Each task's exception, in input order. Never empty when invokeAny()
+  /// throws it; one built by user code holds what it was given (an empty
+  /// vector gives an empty list, and `what()` then says 0 tasks).
   [[nodiscard]] const std::vector<std::exception_ptr>& errors() const noexcept { return *errors_; }
 
  private:

@@ -132,8 +132,9 @@ class COEXEC_EXPORT RejectionPolicy {
   /// delegate to a standard policy may call it too (it does not count a
   /// rejection; a policy that admits the task after all counts it in
   /// taskCount, and discardOldest counts its victim).
-  /// \throws RejectedExecution under abort() and where the table says so;
-  /// whatever a user handler or a caller-run `execute` task throws.
+  /// \throws std::invalid_argument if `task` is empty (nothing is applied);
+  /// RejectedExecution under abort() and where the table says so; whatever a
+  /// user handler or a caller-run `execute` task throws.
   void operator()(PendingTask& task, ThreadPoolExecutor& pool) const;
 
   /// "abort", "callerRuns", "discard", "discardOldest", "block",

@@ -45,6 +45,7 @@ struct TaskInfo {
 ///   (the last worker to exit, the thread calling shutdown() or shutdownNow()
 ///   on a pool with no threads, or the thread on which the pool's last
 ///   coroutine task finishes). Inside it, isShutdown() is true and isTerminated() false.
+///   If it throws, the exception is printed and dropped; the pool terminates.
 ///   A coroutine that resumes onto the pool while the hook runs continues on
 ///   the thread that resumed it (no thread is started for a pool about to
 ///   terminate), as it would once the pool has terminated.

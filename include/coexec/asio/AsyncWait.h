@@ -79,9 +79,10 @@ using AsyncWaitSignature = typename detail::AsyncWaitSignature<R>::type;
 /// coroutine owns; a task that ignores its token delays the completion. A
 /// signal that arrives after the task settled changes nothing.
 ///
-/// \throws std::logic_error (from asyncWait(), or from the initiation with a
-/// deferred token) if `future` is empty. \throws std::bad_alloc. A Future
-/// whose result was consumed already completes with the std::logic_error.
+/// \throws std::logic_error (from asyncWait() itself, whatever the token, a
+/// deferred one included: nothing is started) if `future` is empty.
+/// \throws std::bad_alloc. A Future whose result was consumed already
+/// completes with the std::logic_error.
 ///
 /// Thread safety: as for consuming a Future (one consumer: neither awaited
 /// nor waited on by anyone else while the operation is pending). The
