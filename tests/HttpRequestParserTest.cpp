@@ -207,3 +207,25 @@ TEST_CASE("query parameters are found by name and decoded", "[http][parser][quer
   CHECK(bad.malformed);
   CHECK(findQueryParameter("n=%zz1", "n").malformed);
 }
+
+// Found by fuzzing (tests/fuzz/HttpRequestParserFuzz.cpp): the same bytes must
+// give the same answer however the network splits them.
+
+TEST_CASE("a request line of exactly maxRequestLine bytes still fits when its CR arrives before its LF",
+          "[http][fuzz]") {
+  HttpLimits limits;
+  limits.maxRequestLine = 64;
+  const std::string line = "GET /" + std::string(64 - 14, 'a') + " HTTP/1.1";
+  REQUIRE(line.size() == 64);
+  CHECK(parse(line + "\r", limits).kind == Kind::needMore);
+  CHECK(parse("\r\n" + line + "\r", limits).kind == Kind::needMore);
+  CHECK(parse(line + "\r\nHost: h\r\n\r\n", limits).kind == Kind::complete);
+  // One byte more that is no line end is still refused at once.
+  CHECK(errorStatus(parse(line + "a", limits)) == 414);
+  CHECK(errorStatus(parse(line + "\ra", limits)) == 414);
+  // The fuzzer's input: two bytes fit a limit of 2, so the line is parsed (and
+  // refused for its content) rather than refused as too long when split.
+  limits.maxRequestLine = 2;
+  CHECK(parse("\xfe\x01\r", limits).kind == Kind::needMore);
+  CHECK(errorStatus(parse("\xfe\x01\r\n", limits)) == 400);
+}

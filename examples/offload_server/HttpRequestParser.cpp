@@ -222,7 +222,11 @@ HttpParseResult HttpRequestParser::parse(std::string_view bytes) const {
   }
   const std::optional<Line> requestLine = lineAt(bytes, start);
   if (!requestLine) {
-    if (bytes.size() - start > limits_.maxRequestLine) {
+    // A CR last may begin the CRLF, which the limit does not count: a line of
+    // exactly maxRequestLine bytes whose CR and LF arrive apart still fits.
+    std::size_t pending = bytes.size() - start;
+    if (pending > 0 && bytes.back() == '\r') --pending;
+    if (pending > limits_.maxRequestLine) {
       return error(414, "The request line is longer than " + std::to_string(limits_.maxRequestLine) + " bytes.");
     }
     return {};

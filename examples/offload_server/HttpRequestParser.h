@@ -73,14 +73,19 @@ struct HttpParseResult {
 /// CRLF or a bare LF; up to two empty lines before the request line; a body
 /// sized by Content-Length. Refused, with the status code that says why:
 ///
-/// | status | when |
-/// |---|---|
-/// | 400 | a malformed request line, header field or Content-Length; a missing or repeated Host in HTTP/1.1; whitespace
-/// before a header colon; folded header lines; control characters; both Content-Length and Transfer-Encoding | | 413 |
-/// a Content-Length above maxBodyBytes (reported as soon as the headers are complete, before the body arrives) | | 414
-/// | a request line longer than maxRequestLine (reported as soon as that many bytes arrived without a line end) | | 431
-/// | a header section longer than maxHeaderBytes, or more than maxHeaderCount fields | | 501 | a Transfer-Encoding
-/// (chunked bodies are not supported) | | 505 | an HTTP version other than 1.0 and 1.1 |
+/// - 400: a malformed request line, header field or Content-Length; a missing
+///   or repeated Host in HTTP/1.1; whitespace before a header colon; folded
+///   header lines; control characters; both Content-Length and
+///   Transfer-Encoding.
+/// - 413: a Content-Length above maxBodyBytes (reported as soon as the headers
+///   are complete, before the body arrives).
+/// - 414: a request line longer than maxRequestLine (reported as soon as more
+///   bytes than that arrived without a line end; a CR last is not counted, as
+///   it may begin the CRLF).
+/// - 431: a header section longer than maxHeaderBytes, or more than
+///   maxHeaderCount fields.
+/// - 501: a Transfer-Encoding (chunked bodies are not supported).
+/// - 505: an HTTP version other than 1.0 and 1.1.
 ///
 /// The method is only checked to be a token: which methods a resource allows
 /// is the router's business (405).
