@@ -229,3 +229,9 @@ TEST_CASE("a request line of exactly maxRequestLine bytes still fits when its CR
   CHECK(parse("\xfe\x01\r", limits).kind == Kind::needMore);
   CHECK(errorStatus(parse("\xfe\x01\r\n", limits)) == 400);
 }
+
+TEST_CASE("an http:// target of the scheme alone has no host and is 400", "[http][fuzz]") {
+  CHECK(errorStatus(parse("GET http:// HTTP/1.1\r\nHost: h\r\n\r\n")) == 400);
+  CHECK(errorStatus(parse("O HTTP:// HTTP/1.1\nHost:\n\n")) == 400);
+  CHECK(parse("GET http://h HTTP/1.1\r\nHost: h\r\n\r\n").kind == Kind::complete);
+}

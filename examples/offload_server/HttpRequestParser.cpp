@@ -119,7 +119,8 @@ std::optional<HttpParseResult> parseRequestLine(std::string_view line, HttpReque
       return error(400, "The request target is neither a path nor an http:// URL.");
     }
     const std::size_t slash = target.find_first_of("/?", kScheme.size());
-    if (slash == kScheme.size()) return error(400, "The request target's URL has no host.");
+    // "http://" alone has no host either: find_first_of finds nothing there.
+    if (std::min(slash, target.size()) == kScheme.size()) return error(400, "The request target's URL has no host.");
     path = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
     if (path.front() == '?') {
       request.path.assign(1, '/');  // not `= "/"`: GCC 12 -O2 warns about it (-Wrestrict, a false positive)

@@ -73,10 +73,10 @@ struct HttpParseResult {
 /// CRLF or a bare LF; up to two empty lines before the request line; a body
 /// sized by Content-Length. Refused, with the status code that says why:
 ///
-/// - 400: a malformed request line, header field or Content-Length; a missing
-///   or repeated Host in HTTP/1.1; whitespace before a header colon; folded
-///   header lines; control characters; both Content-Length and
-///   Transfer-Encoding.
+/// - 400: a malformed request line, header field or Content-Length; an
+///   http:// target without a host; a missing or repeated Host in HTTP/1.1;
+///   whitespace before a header colon; folded header lines; control
+///   characters; both Content-Length and Transfer-Encoding.
 /// - 413: a Content-Length above maxBodyBytes (reported as soon as the headers
 ///   are complete, before the body arrives).
 /// - 414: a request line longer than maxRequestLine (reported as soon as more
