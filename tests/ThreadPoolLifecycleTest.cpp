@@ -912,3 +912,21 @@ TEST_CASE("a continuation posted while the terminated hook runs does not start a
   coroutineThread.join();
   CHECK(eventually([&] { return pool->stats().poolSize == 0; }));
 }
+
+// ---- bad input and misuse (docs/reliability.md) -------------------------------
+
+TEST_CASE("prestartCoreThread and prestartAllCoreThreads after shutdown start no thread",
+          "[executor][lifecycle][prestart][shutdown][bad-input]") {
+  const bool now = GENERATE(false, true);
+  INFO((now ? "shutdownNow()" : "shutdown()"));
+  ThreadPoolExecutor pool(2, 2, 60s, WorkQueue::bounded(4));
+  if (now) {
+    CHECK(pool.shutdownNow().empty());
+  } else {
+    pool.shutdown();
+  }
+  CHECK_FALSE(pool.prestartCoreThread());
+  CHECK(pool.prestartAllCoreThreads() == 0);
+  CHECK(pool.stats().poolSize == 0);
+  CHECK(pool.isTerminated());
+}

@@ -499,9 +499,10 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   [[nodiscard]] bool isTerminated() const;
 
   /// Starts one idle core thread if fewer than corePoolSize run; true if it
-  /// started one. Never blocks.
+  /// started one. Never blocks. Starts nothing once the pool is shut down.
   bool prestartCoreThread();
-  /// Starts idle core threads up to corePoolSize; returns how many it started.
+  /// Starts idle core threads up to corePoolSize; returns how many it started
+  /// (0 once the pool is shut down).
   std::size_t prestartAllCoreThreads();
 
   /// Never blocks. Raising it starts threads for tasks already queued;
