@@ -24,6 +24,8 @@
 //   "name:value") it parses to the same request;
 // - the request the limits fit exactly completes under them, and each limit
 //   one lower gives that limit's status (414, 431, 431, 413);
+// - limits no larger than the defaults change how a stream ends only by a
+//   413, 414 or 431: the requests before it are the same;
 // - needMore never holds more bytes than the limits allow (two empty lines,
 //   request line, CRLF, header section, body), an error has one of the
 //   documented statuses and a reason;
@@ -493,9 +495,26 @@ Outcome checkFeeds(const char* name, const HttpLimits& limits, std::string_view 
   return whole;
 }
 
+/// Limits no larger than the defaults change an outcome only by a limit's own
+/// error (413, 414, 431), which may come where the defaults go on: before it,
+/// the same requests; without it, the same outcome.
+void checkLowerLimits(const Run& run, const Outcome& lower, const Outcome& underDefaults) {
+  const bool limitError = lower.failed && (lower.status == 413 || lower.status == 414 || lower.status == 431);
+  bool same = limitError ? lower.requests.size() <= underDefaults.requests.size() : sameOutcome(lower, underDefaults);
+  for (std::size_t i = 0; same && i < lower.requests.size(); ++i) {
+    same = lower.requests[i].consumed == underDefaults.requests[i].consumed &&
+           sameRequest(lower.requests[i].request, underDefaults.requests[i].request);
+  }
+  if (!same) {
+    fail(run, "lower limits change an outcome only by a 413, 414 or 431",
+         "under these limits:\n" + describe(lower) + "under the defaults:\n" + describe(underDefaults));
+  }
+}
+
 /// Limits the first request of `bytes` (as parsed under the defaults) fits
 /// exactly; each one lower must be refused with that limit's status.
-void checkExactLimits(std::string_view bytes, const Parsed& first, Draws& draws) {
+void checkExactLimits(std::string_view bytes, const Outcome& underDefaults, Draws& draws) {
+  const Parsed& first = underDefaults.requests.front();
   const HttpRequest& request = first.request;
   const Run defaultsRun{"exact limits", HttpLimits{}, nullptr};
   const std::string requestLine = requestLineOf(request);
@@ -521,6 +540,7 @@ void checkExactLimits(std::string_view bytes, const Parsed& first, Draws& draws)
       !sameRequest(fitted.requests.front().request, request)) {
     fail(exactRun, "a request completes under limits it fits exactly", describe(request));
   }
+  checkLowerLimits(exactRun, fitted, underDefaults);
 
   const auto expectRefused = [&](HttpLimits limits, int status, const char* property) {
     const Run run{"one below the exact limits", limits, nullptr};
@@ -560,7 +580,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   Draws draws(bytes);
   const Outcome underDefaults = checkFeeds("default limits", HttpLimits{}, bytes, draws);
-  checkFeeds("small limits", smallLimits(draws), bytes, draws);
-  if (!underDefaults.requests.empty()) checkExactLimits(bytes, underDefaults.requests.front(), draws);
+  const HttpLimits small = smallLimits(draws);
+  checkLowerLimits({"small limits", small, nullptr}, checkFeeds("small limits", small, bytes, draws), underDefaults);
+  if (!underDefaults.requests.empty()) checkExactLimits(bytes, underDefaults, draws);
   return 0;
 }
