@@ -121,6 +121,8 @@ Program build(Choices& c, const ProgramShape& shape) {
   return program;
 }
 
+}  // namespace
+
 const char* toString(QueueKind q) {
   switch (q) {
     case QueueKind::bounded: return "bounded";
@@ -193,8 +195,6 @@ const char* toString(Ending e) {
   }
   return "?";
 }
-
-}  // namespace
 
 const char* toString(FaultSite site) {
   switch (site) {

@@ -111,6 +111,13 @@ struct Program {
   FaultPlan faults;
 };
 
+/// Readable names, for describe() and the driver's messages.
+const char* toString(QueueKind queue);
+const char* toString(PolicyKind policy);
+const char* toString(Body body);
+const char* toString(OpKind kind);
+const char* toString(Ending ending);
+
 /// Limits on what a program may hold.
 struct ProgramShape {
   std::size_t maxThreads = 3;

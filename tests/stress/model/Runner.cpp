@@ -52,11 +52,27 @@ struct FaultError : std::runtime_error {
 /// run by the caller (callerRuns, a custom policy, a drained PendingTask).
 thread_local bool tlsProducer = false;
 
+/// True while this program's own code runs a PendingTask (a custom policy, a
+/// task shutdownNow() returned): such a task runs outside any pool, where
+/// the docs promise no report of an unread failure (PendingTask::run()).
+thread_local bool tlsRunningPending = false;
+
+/// Runs `task` with tlsRunningPending set.
+void runPending(PendingTask& task) {
+  struct Restore {
+    bool previous;
+    ~Restore() { tlsRunningPending = previous; }
+  } restore{std::exchange(tlsRunningPending, true)};
+  task.run();
+}
+
 enum class End : std::uint8_t { none, returned, threw, cancelled, other };
 
 enum class Role : std::uint8_t {
   top,       ///< submitted or executed by a producer
-  child,     ///< submitted from a running task (awaited or detached)
+  child,     ///< submitted from a running task and awaited by it
+  detachedSubmit,   ///< submitted from a running task, its Future dropped
+  detachedExecute,  ///< executed from a running task
   member,    ///< a combinator's or TaskGroup's task: its failure may be absorbed by the combinator
   driver,    ///< the coroutine that runs a combinator
   periodic,  ///< a periodic schedule
@@ -71,9 +87,13 @@ struct Record {
   std::atomic<bool> cancelReported{false};  ///< its Future reported OperationCancelled
   std::atomic<bool> combinatorReturned{false};
   std::atomic<bool> ranOnProducer{false};
+  std::atomic<bool> ranAsPendingTask{false};  ///< run by PendingTask::run() (see tlsRunningPending)
   std::atomic<std::uint32_t> periodicThrows{0};
   std::atomic<std::uint32_t> periodicReports{0};
   Role role = Role::top;
+  const char* memberOf = "";  ///< for a member: its combinator
+  std::atomic<Body> body{Body::quick};
+  std::atomic<bool> coroutine{false};
 };
 
 /// Records, by id, that never move: chunks of 1024 allocated on demand.
@@ -304,6 +324,7 @@ class Run {
   void checkFuture(Tracked& t);
   void checkPeriodic(TrackedPeriodic& p);
   void checkRecords();
+  bool allStartedEnded();
 
   const Program& program_;
   const RunOptions& options_;
@@ -334,17 +355,25 @@ class Run {
 
 // ---- task bodies --------------------------------------------------------
 
-void begin(Run& run, std::uint32_t id) {
+void begin(Run& run, std::uint32_t id, Body body, bool coroutine) {
   Record& r = run.records()[id];
+  r.body = body;
+  r.coroutine = coroutine;
   if (r.starts.fetch_add(1) != 0) run.violation(fmt::format("task {} ran twice", id));
-  if (r.combinatorReturned.load()) run.violation(fmt::format("task {} started after its combinator returned", id));
+  if (r.combinatorReturned.load()) {
+    run.violation(fmt::format("task {} started after its combinator ({}) returned{}", id, r.memberOf,
+                              tlsProducer ? ", on a producer thread" : ""));
+  }
   if (tlsProducer) r.ranOnProducer = true;
+  if (tlsRunningPending) r.ranAsPendingTask = true;
 }
 
 const char* toString(Role role) {
   switch (role) {
     case Role::top: return "a producer's task";
-    case Role::child: return "a child";
+    case Role::child: return "an awaited child";
+    case Role::detachedSubmit: return "a submitted child whose Future was dropped";
+    case Role::detachedExecute: return "an executed child";
     case Role::member: return "a combinator's task";
     case Role::driver: return "a combinator's driver";
     case Role::periodic: return "a periodic schedule";
@@ -384,7 +413,7 @@ int callableBody(Run& run, std::uint32_t id, const Op& op, const CancellationTok
 /// more: their errors reach the uncaught handler (unobserved failures).
 void spawnDetached(Run& run, const Op& op) {
   for (std::uint32_t k = 0; k <= op.fanout; ++k) {
-    const std::uint32_t cid = run.records().add(Role::child);
+    const std::uint32_t cid = run.records().add(k < op.fanout ? Role::detachedSubmit : Role::detachedExecute);
     const Op child = childOp(op, cid);
     try {
       if (k < op.fanout) {
@@ -399,7 +428,7 @@ void spawnDetached(Run& run, const Op& op) {
 }
 
 int callableBody(Run& run, std::uint32_t id, const Op& op, const CancellationToken& token) {
-  begin(run, id);
+  begin(run, id, op.body, false);
   Record& r = run.records()[id];
   switch (op.body) {
     case Body::quick:
@@ -419,7 +448,7 @@ int callableBody(Run& run, std::uint32_t id, const Op& op, const CancellationTok
 }
 
 Task<int> coroBody(Run* run, std::uint32_t id, Op op) {
-  begin(*run, id);
+  begin(*run, id, op.body, true);
   Record& r = run->records()[id];
   switch (op.body) {
     case Body::quick: break;
@@ -483,17 +512,19 @@ void combinatorReturned(Run& run, const std::vector<std::uint32_t>& ids, const c
     Record& m = run.records()[cid];
     m.combinatorReturned = true;
     if (m.starts.load() != 0 && m.end.load() == End::none) {
-      run.violation(fmt::format("{} returned while its task {} was still running", what, cid));
+      run.violation(fmt::format("{} returned while its task {} was still running (a {} {})", what, cid,
+                                m.coroutine.load() ? "coroutine" : "callable", toString(m.body.load())));
     }
   }
 }
 
 Task<int> invokeDriver(Run* run, std::uint32_t id, Op op, bool any) {
-  begin(*run, id);
+  begin(*run, id, Body::children, true);
   std::vector<std::function<Task<int>()>> tasks;
   std::vector<std::uint32_t> ids;
   for (std::uint32_t k = 0; k < op.fanout; ++k) {
     const std::uint32_t cid = run->records().add(Role::member);
+    run->records()[cid].memberOf = any ? "invokeAny" : "invokeAll";
     ids.push_back(cid);
     const Op member = childOp(op, cid);
     tasks.emplace_back([run, cid, member] { return coroBody(run, cid, member); });
@@ -554,27 +585,42 @@ Task<int> invokeDriver(Run* run, std::uint32_t id, Op op, bool any) {
 }
 
 Task<int> whenAllDriver(Run* run, std::uint32_t id, Op op) {
-  begin(*run, id);
+  begin(*run, id, Body::children, true);
   const std::uint32_t a = run->records().add(Role::member);
   const std::uint32_t b = run->records().add(Role::member);
+  run->records()[a].memberOf = run->records()[b].memberOf = "whenAll";
   std::exception_ptr error;
+  bool awaited = false;  // a refused second submission leaves the first to run on its own
   try {
     auto first = run->pool().submit(coroBody(run, a, childOp(op, a)));
     const Op second = childOp(op, b);
     auto other = run->pool().submit([run, b, second](const CancellationToken& token) { return callableBody(*run, b, second, token); });
+    awaited = true;
     auto [x, y] = co_await whenAll(first, other);
     if (x != valueOf(a) || y != valueOf(b)) run->violation("whenAll returned values that are not its tasks'");
   } catch (...) {
     error = std::current_exception();
   }
-  combinatorReturned(*run, {a, b}, "whenAll");
-  if (error) run->classify(error, "whenAll");
+  if (awaited) combinatorReturned(*run, {a, b}, "whenAll");
+  if (error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      if (awaited && run->records()[a].combinatorReturned && run->records()[b].starts.load() + run->records()[a].starts.load() > 0 &&
+          ((run->records()[a].starts.load() != 0 && run->records()[a].end.load() == End::none) ||
+           (run->records()[b].starts.load() != 0 && run->records()[b].end.load() == End::none))) {
+        run->violation(fmt::format("whenAll threw '{}' with a task still running", e.what()));
+      }
+    } catch (...) {
+    }
+    run->classify(error, "whenAll");
+  }
   run->records()[id].end = End::returned;
   co_return valueOf(id);
 }
 
 Task<int> groupDriver(Run* run, std::uint32_t id, Op op) {
-  begin(*run, id);
+  begin(*run, id, Body::children, true);
   std::vector<std::uint32_t> ids;
   std::vector<Future<int>> kids;
   std::exception_ptr error;
@@ -582,6 +628,7 @@ Task<int> groupDriver(Run* run, std::uint32_t id, Op op) {
     TaskGroup group(run->pool());
     for (std::uint32_t k = 0; k < op.fanout; ++k) {
       const std::uint32_t cid = run->records().add(Role::member);
+      run->records()[cid].memberOf = "TaskGroup";
       try {
         kids.push_back(group.spawn(coroBody(run, cid, childOp(op, cid))));
         ids.push_back(cid);
@@ -637,7 +684,7 @@ ThreadPoolOptions Run::options() {
       o.rejectionPolicy = RejectionPolicy([this](PendingTask& task, ThreadPoolExecutor& pool) {
         if (fire(FaultSite::rejectionHandler)) throwFault();
         if (pool.isShutdown()) throw RejectedExecution("stress: refused after shutdown", pool.stats());
-        if ((customCalls_.fetch_add(1) & 1U) == 0) task.run();
+        if ((customCalls_.fetch_add(1) & 1U) == 0) runPending(task);
       });
       break;
   }
@@ -821,7 +868,7 @@ void Run::runOp(std::size_t thread, const Op& op) {
       for (std::size_t i = 0; i < returned.size(); ++i) {
         if (i % 2 == 0) {
           try {
-            returned[i].run();
+            runPending(returned[i]);
           } catch (...) {
             classify(std::current_exception(), "a drained task run by the producer");
           }
@@ -897,7 +944,7 @@ void Run::ending() {
       for (std::size_t i = 0; i < returned.size(); ++i) {
         if (i % 3 == 0) {
           try {
-            returned[i].run();
+            runPending(returned[i]);
           } catch (...) {
             classify(std::current_exception(), "a drained task run at the end");
           }
@@ -983,6 +1030,14 @@ void Run::checkPeriodic(TrackedPeriodic& p) {
   }
 }
 
+bool Run::allStartedEnded() {
+  for (std::uint32_t id = 0, n = records_.size(); id < n; ++id) {
+    Record& r = records_[id];
+    if (r.role != Role::periodic && r.starts.load() > 0 && r.end.load() == End::none) return false;
+  }
+  return true;
+}
+
 void Run::checkRecords() {
   const std::uint32_t n = records_.size();
   report_.tasks = n;
@@ -997,8 +1052,20 @@ void Run::checkRecords() {
       continue;
     }
     if (starts > 0) ++report_.started;
-    if (starts > 0 && r.end.load() == End::none) violation(fmt::format("task {} started and never finished", id));
-    if (r.end.load() == End::threw && r.observed.load() == 0 && r.role != Role::member && !r.cancelReported.load()) {
+    if (starts > 0 && r.end.load() == End::none) {
+      violation(fmt::format("task {} started and never finished: {}, a {} {}{}{}", id, toString(r.role),
+                            r.coroutine.load() ? "coroutine" : "callable", toString(r.body.load()),
+                            r.ranOnProducer.load() ? ", started on a producer thread" : "",
+                            r.ranAsPendingTask.load() ? " by PendingTask::run()" : ""));
+    }
+    // Documented exceptions: a combinator's task whose failure the combinator
+    // absorbed (it rethrows the first only), a task whose Future reported
+    // its cancellation instead, and a task run by PendingTask::run() whose
+    // result nobody holds (a detached child, or a fire-and-forget coroutine:
+    // printed to stderr).
+    const bool unheld = r.role == Role::detachedSubmit || r.role == Role::top || r.role == Role::detachedExecute;
+    if (r.end.load() == End::threw && r.observed.load() == 0 && r.role != Role::member && !r.cancelReported.load() &&
+        !(r.ranAsPendingTask.load() && unheld)) {
       violation(fmt::format("task {}'s error was reported nowhere (lost): {}{}{}", id, toString(r.role),
                             r.ranOnProducer.load() ? ", ran on a producer thread" : "",
                             r.cancelRequested.load() ? ", cancel requested" : ""));
@@ -1057,6 +1124,11 @@ void Run::execute() {
   tracked_.clear();
   periodic_.clear();
   pool_.reset();
+  // Work outside any pool (a fire-and-forget coroutine run by
+  // PendingTask::run() sleeps on the process's timer service) ends on its
+  // own: wait for it, a bounded time (the check below reports it if not).
+  const auto settleBy = Clock::now() + 10s;
+  while (Clock::now() < settleBy && !allStartedEnded()) std::this_thread::sleep_for(1ms);
   checkRecords();
   if (program_.faults.site != FaultSite::frameAllocator) {
     report_.faultsFired = faultsFired_.load();
