@@ -244,8 +244,9 @@ TEST_CASE("dropping an AsCompleted with inputs still running never blocks and ca
 
 // ---- bad input and misuse (docs/reliability.md) -------------------------------
 
-TEST_CASE("asCompleted names an empty Future it refuses; next() on a moved-from AsCompleted throws std::logic_error",
-          "[asCompleted][bad-input]") {
+TEST_CASE(
+    "asCompleted names an empty Future it refuses, and next() on a moved-from AsCompleted throws std::logic_error",
+    "[asCompleted][bad-input]") {
   ThreadPoolExecutor pool(taggedPool("asc", 1, 1, WorkQueue::bounded(8)));
   std::vector<Future<int>> withEmpty(1);
   CHECK_THROWS_AS((void)asCompleted(withEmpty), std::invalid_argument);

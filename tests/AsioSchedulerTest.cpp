@@ -242,7 +242,7 @@ TEST_CASE("spawn onto asioExecutor(pool) is the pool's submit", "[asio][spawn]")
 
 // ---- bad input and misuse (docs/reliability.md) -------------------------------
 
-TEST_CASE("spawn refuses an empty or started Task with a message naming spawn; nothing is posted",
+TEST_CASE("spawn refuses an empty or started Task with a message naming spawn, and nothing is posted",
           "[asio][spawn][bad-input]") {
   asio::io_context io;
   REQUIRE_THROWS_WITH(spawn(io.get_executor(), Task<int>()),

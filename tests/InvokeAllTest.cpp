@@ -611,7 +611,7 @@ TEST_CASE("a named invokeAny awaitable awaited twice throws std::logic_error say
   CHECK(pool.stats().taskCount == 2);  // the first await's tasks only
 }
 
-TEST_CASE("invokeAll after shutdown says the pool is shut down and no task was started; a zero timeout comes first",
+TEST_CASE("invokeAll after shutdown says the pool is shut down and no task was started, and a zero timeout comes first",
           "[invokeAll][shutdown][bad-input]") {
   ThreadPoolExecutor pool(taggedPool("inv", 1, 1, WorkQueue::bounded(8)));
   pool.shutdown();

@@ -186,7 +186,7 @@ TEST_CASE("a KeyedExecutor with 0 lanes is refused with std::invalid_argument", 
 
 // ---- bad input and misuse (docs/reliability.md) -------------------------------
 
-TEST_CASE("a keyed submit of an empty callable throws what SerialExecutor::submit throws; the lane goes on",
+TEST_CASE("a keyed submit of an empty callable throws what SerialExecutor::submit throws, and the lane goes on",
           "[lanes][keyed][bad-input]") {
   ThreadPoolExecutor pool(poolOf(1));
   KeyedExecutor keyed(pool, 4);

@@ -826,8 +826,9 @@ TEST_CASE("on the steady clock, a fixed-rate schedule runs repeatedly until canc
 
 // ---- bad input and misuse (docs/reliability.md) -------------------------------
 
-TEST_CASE("every schedule form refuses an empty callable or Task with invalid_argument naming it; nothing is scheduled",
-          "[schedule][periodic][bad-input]") {
+TEST_CASE(
+    "every schedule form refuses an empty callable or Task with invalid_argument naming it, and nothing is scheduled",
+    "[schedule][periodic][bad-input]") {
   ThreadPoolExecutor pool({.name = "bad"});
   const std::function<int()> empty;
   const std::function<void()> emptyAction;
@@ -885,8 +886,9 @@ TEST_CASE("a PeriodicHandle's end is taken once: a second get throws std::logic_
   CHECK_THROWS_WITH(handle.get(), Catch::Contains("the result was already consumed"));
 }
 
-TEST_CASE("PeriodicHandle::wait and get on a thread of the schedule's pool throw std::logic_error; waitFor times out",
-          "[periodic][deadlock][bad-input]") {
+TEST_CASE(
+    "PeriodicHandle::wait and get on a thread of the schedule's pool throw std::logic_error, while waitFor times out",
+    "[periodic][deadlock][bad-input]") {
   ThreadPoolExecutor pool({.name = "selfwait", .corePoolSize = 1, .maximumPoolSize = 1});
   PeriodicHandle handle = pool.scheduleAtFixedRate([] {}, 1h, 1h);
   Future<std::string> seen = pool.submit([&handle] {

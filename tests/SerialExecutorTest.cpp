@@ -430,3 +430,30 @@ TEST_CASE("a SerialExecutor destroyed by its own running task prints an error an
                                   "coexec: fatal: a SerialExecutor was destroyed by its own running task; its "
                                   "destructor waits for that task, which can never finish");
 }
+
+TEST_CASE("an execute()d lane task refused by a shut-down pool goes to the uncaught-exception handler, never thrown",
+          "[lanes][execute][shutdown][bad-input]") {
+  std::atomic<int> refusals{0};
+  std::string message;
+  ThreadPoolOptions options = poolOf(1);
+  options.uncaughtExceptionHandler = [&](std::exception_ptr error, const coexec::TaskInfo&) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const RejectedExecution& e) {
+      ++refusals;
+      message = e.what();
+    } catch (...) {
+    }
+  };
+  ThreadPoolExecutor pool(options);
+  std::atomic<bool> ran{false};
+  {
+    SerialExecutor lane(pool);
+    pool.shutdown();
+    CHECK_NOTHROW(lane.execute([&ran] { ran = true; }));
+  }  // settled: the destructor returned
+  CHECK(refusals.load() == 1);
+  CHECK_THAT(message, Catch::Contains("the pool is shut down"));
+  CHECK_FALSE(ran.load());
+  CHECK(pool.stats().rejectedCount == 1);
+}

@@ -334,7 +334,7 @@ TEST_CASE("join resumes the coroutine on the executor it was running on", "[task
 
 TEST_CASE(
     "spawn of an empty callable or Task throws invalid_argument naming TaskGroup::spawn, not "
-    "ThreadPoolExecutor::TaskGroup::spawn; the group is unchanged",
+    "ThreadPoolExecutor::TaskGroup::spawn, and the group is unchanged",
     "[taskGroup][bad-input]") {
   ThreadPoolExecutor pool(taggedPool("group", 1, 1, WorkQueue::bounded(8)));
   TaskGroup group(pool);
@@ -355,7 +355,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "spawn of a Task that was already started throws std::logic_error naming TaskGroup::spawn; the group is unchanged",
+    "spawn of a Task that was already started throws std::logic_error naming TaskGroup::spawn, and the group is "
+    "unchanged",
     "[taskGroup][bad-input]") {
   ThreadPoolExecutor pool(taggedPool("group", 1, 1, WorkQueue::bounded(8)));
   TaskGroup group(pool);

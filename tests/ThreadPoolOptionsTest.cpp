@@ -780,7 +780,7 @@ TEST_CASE("a thread factory that detaches its thread: the thread returns without
 
 // ---- bad input and misuse (docs/reliability.md) -------------------------------
 
-TEST_CASE("a terminated hook that throws is printed to stderr and dropped; the pool still terminates",
+TEST_CASE("a terminated hook that throws is printed to stderr and dropped, and the pool still terminates",
           "[hooks][lifecycle][bad-input]") {
   std::FILE* capture = std::tmpfile();
   REQUIRE(capture != nullptr);

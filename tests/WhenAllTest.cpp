@@ -251,7 +251,7 @@ TEST_CASE("whenAll of Futures moved into a named awaitable, on every compiler", 
 // ---- bad input and misuse (docs/reliability.md) -------------------------------
 
 TEST_CASE(
-    "whenAll refuses an empty Future, an empty Task or a started Task with a message naming it; nothing is touched",
+    "whenAll refuses an empty Future, an empty Task or a started Task with a message naming it, and nothing is touched",
     "[whenAll][input][bad-input]") {
   ThreadPoolExecutor pool(taggedPool("when", 1, 1, WorkQueue::bounded(8)));
   Future<int> ok = pool.submit([] { return 1; });

@@ -133,7 +133,7 @@ TEST_CASE_METHOD(
 // ---- bad input and misuse (docs/reliability.md) -------------------------------
 
 TEST_CASE(
-    "whenAny refuses an empty Future, an empty Task or a started Task with a message naming it; nothing is touched",
+    "whenAny refuses an empty Future, an empty Task or a started Task with a message naming it, and nothing is touched",
     "[whenAny][input][bad-input]") {
   ThreadPoolExecutor pool(taggedPool("when", 1, 1, WorkQueue::bounded(8)));
   Future<int> ok = pool.submit([] { return 1; });

@@ -479,7 +479,7 @@ TEST_CASE("withTimeout with a negative timeout never starts the Task and throws 
   CHECK(ran.load() == 0);
 }
 
-TEST_CASE("withTimeout of a queued task's Future with a zero timeout cancels the task; it never runs",
+TEST_CASE("withTimeout of a queued task's Future with a zero timeout cancels the task, which never runs",
           "[timeout][future][bad-input]") {
   Gate gate;
   Counter started;
