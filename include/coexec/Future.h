@@ -104,9 +104,12 @@ class [[nodiscard]] Future {
   detail::FutureAwaiter<R> operator co_await() && { return detail::FutureAwaiter<R>(core_); }
 #endif
 
-  /// Blocks until the task settles or `timeout` passes.
+  /// Blocks until the task settles or `timeout` passes. Unlike get(), it is
+  /// not refused on a thread of the pool that runs the task: the wait is
+  /// bounded (it times out there if the task needs that thread).
   /// \throws TimeoutError if it did not settle in time (the result is then
-  /// not consumed); otherwise as `get()`.
+  /// not consumed); otherwise as `get()` (an empty or consumed Future, the
+  /// task's exception).
   template <class Rep, class Period>
   R get(std::chrono::duration<Rep, Period> timeout) {
     if (!waitFor(timeout)) throw TimeoutError("Future::get(timeout): the task did not finish within the timeout");
