@@ -19,6 +19,8 @@
 #include <catch2/catch.hpp>
 
 #include "CoroutineTestSupport.h"
+#include "coexec/Clock.h"
+#include "coexec/Sleep.h"
 #include "coexec/SyncWait.h"
 #include "coexec/ThreadPoolExecutor.h"
 
@@ -261,4 +263,83 @@ TEST_CASE("resumeOn of the pool a coroutine runs on yields to the work already q
   const int n = yields.get();
   CHECK(flag.load());
   CHECK(n == 1);  // the first yield let the queued task run
+}
+
+namespace {
+
+/// Hops onto `pool` from outside (a guest: not one of the pool's tasks),
+/// says so, then sleeps there for an hour of `pool`'s clock.
+Task<int> guestSleeping(ThreadPoolExecutor& pool, std::atomic<bool>& onPool) {
+  co_await resumeOn(pool);
+  onPool = true;
+  co_await coexec::sleepFor(1h);
+  co_return 7;
+}
+
+/// Hops onto `host` from outside, then awaits `future` (another pool's task)
+/// there.
+Task<int> guestAwaiting(ThreadPoolExecutor& host, Future<int>& future, std::atomic<bool>& onPool) {
+  co_await resumeOn(host);
+  onPool = true;
+  const int v = co_await future;
+  co_return v + 1;
+}
+
+}  // namespace
+
+TEST_CASE("a coroutine that hopped onto a pool and sleeps there keeps the pool from terminating until it ends",
+          "[resumeon][shutdown][reliability]") {
+  // Caught by the model-based stress driver: the pool terminated with the
+  // guest's sleep in its timers and dropped it; the coroutine never resumed
+  // (its syncWait hung, its frame leaked).
+  coexec::ManualClock clock;
+  ThreadPoolExecutor pool({.name = "host", .corePoolSize = 1, .maximumPoolSize = 1, .clock = &clock});
+  std::atomic<bool> onPool{false};
+  std::atomic<bool> done{false};
+  int result = 0;
+  std::thread guest([&] {
+    result = syncWait(guestSleeping(pool, onPool));
+    done = true;
+  });
+  // A guest that never resumes must fail the test, not hang it.
+  struct JoinOrDetach {
+    std::thread& thread;
+    std::atomic<bool>& done;
+    ~JoinOrDetach() { done ? thread.join() : thread.detach(); }
+  } joinOrDetach{guest, done};
+  REQUIRE(eventually([&] { return onPool.load(); }));
+  pool.shutdown();
+  CHECK_FALSE(pool.awaitTermination(50ms));  // the guest's sleep still holds it
+  // The sleep may register just after onPool: advance until it has fired.
+  REQUIRE(eventually([&] {
+    clock.advance(1h);
+    return done.load();
+  }));
+  CHECK(result == 7);
+  CHECK(pool.awaitTermination(coexec::test::kLong));
+}
+
+TEST_CASE("a coroutine that hopped onto a pool and awaits another pool's task resumes on a live pool",
+          "[resumeon][shutdown][reliability]") {
+  // Without the hold, close() returned while the guest waited, and the
+  // other pool's task then posted the guest back to a destroyed pool.
+  Gate gate;
+  ThreadPoolExecutor other({.name = "other", .corePoolSize = 1, .maximumPoolSize = 1});
+  OpenOnExit release(gate);
+  Future<int> future = other.submit([&gate] {
+    gate.wait();
+    return 41;
+  });
+  auto host = std::make_unique<ThreadPoolExecutor>(coexec::ThreadPoolOptions{.name = "host", .corePoolSize = 1, .maximumPoolSize = 1});
+  std::atomic<bool> onPool{false};
+  int result = 0;
+  std::thread guest([&] { result = syncWait(guestAwaiting(*host, future, onPool)); });
+  REQUIRE(eventually([&] { return onPool.load(); }));
+  host->shutdown();
+  CHECK_FALSE(host->awaitTermination(50ms));  // held by the guest's await
+  gate.open();
+  REQUIRE(host->awaitTermination(coexec::test::kLong));
+  host.reset();
+  guest.join();
+  CHECK(result == 42);
 }

@@ -35,6 +35,15 @@ class ResumeOnAwaiter;
 /// Never rejected, never blocks.
 ///
 /// Never blocks a thread except under block() (see RejectionPolicy).
+///
+/// A coroutine that hopped on from outside is the pool's guest, not one of
+/// its tasks: it counts in no counter of stats(). While it is suspended on
+/// the pool (a sleep on the pool's clock, an awaited Future, a combinator),
+/// it keeps the pool from terminating, as a suspended task of the pool does:
+/// shutdown(), close() and awaitTermination() wait until it has been resumed
+/// and has left the pool or finished, so its continuation is never dropped.
+/// shutdownNow() does not cancel it (its cancellation token is not the
+/// pool's).
 /// \note `pool` must outlive the coroutine's stay on it.
 [[nodiscard]] COEXEC_EXPORT detail::ResumeOnAwaiter resumeOn(ThreadPoolExecutor& pool) noexcept;
 

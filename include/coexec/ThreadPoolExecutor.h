@@ -113,6 +113,10 @@ class PeriodicBodyOf final : public PeriodicBody {
 /// refuses new tasks, returns the queued ones unrun and requests cancellation
 /// of the running ones (cooperative: a task sees it through its
 /// CancellationToken). The `terminated` hook runs once on entering TERMINATED.
+/// A coroutine suspended on the pool without being one of its tasks (one that
+/// hopped on with resumeOn(), or that a caller-run policy or
+/// PendingTask::run() started on one of its threads) holds the pool from
+/// TERMINATED as its own suspended tasks do, until it resumes (see resumeOn()).
 /// The destructor is close(): shutdown() then wait for TERMINATED.
 ///
 /// Thread safety: every member function may be called from any thread,

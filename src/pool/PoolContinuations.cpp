@@ -11,6 +11,9 @@
 //   and the pool does not terminate while one is. Its finish touches the
 //   pool only until the decrement that may let the pool terminate: see
 //   InFlightShard in PoolImpl.h.
+// - A guest coroutine (running on a worker, not a task in flight here) is
+//   held in flight by each awaiter it suspends in (retain()) until that
+//   awaiter has posted it back (release()): the same count, the same rule.
 // Locks: mutex_ for continuations_; inFlightMutex_ for inFlightTasks_; a
 // worker's localMutex for its yields.
 
@@ -117,11 +120,26 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
       inFlightTasks_.pop_back();
     }
   }
+  leaveFlight(inFlight_[task.inFlightShard]);
+}
+
+bool PoolImpl::retain() noexcept {
+  // Called on one of our workers (the only threads whose scheduler we are),
+  // which keeps the pool from terminating meanwhile: the increment cannot
+  // race with termination.
+  const TaskCore* const task = currentTask();
+  if (task != nullptr && task->owner == this && task->inFlightShard != TaskCore::kNotInFlight) return false;
+  inFlight_[kGuestShard].count.fetch_add(1, std::memory_order_seq_cst);
+  return true;
+}
+
+void PoolImpl::release() noexcept { leaveFlight(inFlight_[kGuestShard]); }
+
+void PoolImpl::leaveFlight(InFlightShard& shard) noexcept {
   // Nothing below may touch the pool after the decrement that can let it
   // terminate (see InFlightShard). seq_cst: the announcement, then the state;
   // shutdown stores the state, then reads every announcement: either we see
   // the shutdown, or it waits for our decrement.
-  InFlightShard& shard = inFlight_[task.inFlightShard];
   shard.finishing.fetch_add(1, std::memory_order_seq_cst);
   if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::running) {
     shard.count.fetch_sub(1, std::memory_order_seq_cst);

@@ -380,6 +380,13 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     std::atomic<std::size_t> finishing{0};
   };
   InFlightShard inFlight_[kInFlightShards];
+  /// The shard of the guests' holds (retain()): one for all, since a hold
+  /// may be dropped on any thread.
+  static constexpr std::uint8_t kGuestShard = 0;
+  /// Drops one count of `shard`, as described above, terminating the pool
+  /// if that was the last thing it waited for. Touches the pool no more
+  /// afterwards.
+  void leaveFlight(InFlightShard& shard) noexcept;
   /// Requires: mutex_ held (see above). The total in flight.
   [[nodiscard]] std::size_t inFlightLocked() const noexcept {
     std::size_t total = 0;
@@ -488,6 +495,16 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
 
   // Scheduler: sleeps on this pool's threads use its clock.
   TimerService* timerService() noexcept override;
+  // Scheduler: an awaiter suspending a coroutine on one of this pool's
+  // workers holds the pool until it has posted the continuation, unless the
+  // coroutine is a task in flight here (which holds the pool already). So a
+  // guest coroutine (one that hopped on with resumeOn(), or that a caller-run
+  // policy or PendingTask::run() started on a worker) keeps the pool from
+  // terminating while it waits on the pool, as a task of the pool does: its
+  // continuation is never dropped with the pool's timers, and never posted
+  // to a pool that is gone. Counted in inFlight_[kGuestShard].
+  bool retain() noexcept override;
+  void release() noexcept override;
 
   friend class OneShotTimer;
   friend class PeriodicState;

@@ -199,8 +199,11 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   // first field filling the tail of RefCounted; then the rest. `owner` and
   // `cancelListener`, declared at the end, are public too.)
   /// Which of its pool's in-flight counters a started coroutine task counts
-  /// in (fewer than 256); written by the worker that starts it.
-  std::uint8_t inFlightShard = 0;
+  /// in (fewer than 255); written by the worker that starts it. kNotInFlight
+  /// for every other task (not a coroutine task, or one started outside the
+  /// pool's workers: a caller-run one, a PendingTask::run() one).
+  static constexpr std::uint8_t kNotInFlight = 0xff;
+  std::uint8_t inFlightShard = kNotInFlight;
   /// False for a run of a periodic schedule, which the pool counts once per
   /// schedule, not per run; written before the task is published.
   bool countsInStats = true;
