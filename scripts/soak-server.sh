@@ -56,6 +56,7 @@ WARMUP=$((DURATION / 10 < 10 ? 10 : (DURATION / 10 > 60 ? 60 : DURATION / 10)))
 # Tolerances of the flatness checks (medians of the last quarter of the
 # samples after warm-up against the first quarter).
 RSS_TOLERANCE_KB=8192  # RSS may grow by less than 8 MiB
+ANON_TOLERANCE_KB=4096 # RssAnon (heap, stacks) by less than 4 MiB
 FD_TOLERANCE=20        # fds in the load phases (not overload) may differ by this many
 STRAY_FD_TOLERANCE=3   # fds not held by an open connection may differ by this many
 EXPECTED_THREADS=$((1 + IO_THREADS + POOL_THREADS))
@@ -595,22 +596,26 @@ fetch_metrics() {
   done
 }
 
-# proc_sample: RSS (kB), open fds and threads of the server now.
+# proc_sample: RSS (kB; RssAnon, its heap and stacks part: the rest is pages
+# of the binary and libraries, mapped in as code runs), open fds and threads
+# of the server now.
 proc_sample() {
   local line
   RSS_KB=NA
+  RSS_ANON_KB=NA
   THREADS=NA
   FDS=NA
   [[ -r "/proc/$SERVER_PID/status" ]] || return 0
   while IFS= read -r line; do
     [[ "$line" =~ ^VmRSS:[[:space:]]+([0-9]+) ]] && RSS_KB=${BASH_REMATCH[1]}
+    [[ "$line" =~ ^RssAnon:[[:space:]]+([0-9]+) ]] && RSS_ANON_KB=${BASH_REMATCH[1]}
     [[ "$line" =~ ^Threads:[[:space:]]+([0-9]+) ]] && THREADS=${BASH_REMATCH[1]}
   done <"/proc/$SERVER_PID/status"
   local -a fds=("/proc/$SERVER_PID/fd/"*)
   FDS=${#fds[@]}
 }
 
-CSV_COLUMNS="elapsed_s,phase,rss_kb,fds,threads,pool_state,pool_size,pool_active,pool_queued,pool_tasks,pool_completed,pool_rejected,pool_failed,pool_cancelled,in_flight,connections_open,connections_total,http_rejected,responses_200,responses_503,responses_4xx_5xx_other,fds_beyond_connections"
+CSV_COLUMNS="elapsed_s,phase,rss_kb,fds,threads,pool_state,pool_size,pool_active,pool_queued,pool_tasks,pool_completed,pool_rejected,pool_failed,pool_cancelled,in_flight,connections_open,connections_total,http_rejected,responses_200,responses_503,responses_4xx_5xx_other,fds_beyond_connections,rss_anon_kb"
 # sample PHASE: one CSV row.
 sample() {
   local t=$((EPOCHSECONDS - START)) stray=NA fds_before
@@ -628,11 +633,11 @@ sample() {
     ((FDS - fds_before <= 1 && fds_before - FDS <= 1)); then
     stray=$((fds_before - M[connections_open] + 1))
   fi
-  printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$t" "$1" "$RSS_KB" "$FDS" "$THREADS" \
+  printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$t" "$1" "$RSS_KB" "$FDS" "$THREADS" \
     "${M[state]:-NA}" "${M[pool_size]:-NA}" "${M[active]:-NA}" "${M[queued]:-NA}" "${M[tasks]:-NA}" \
     "${M[completed]:-NA}" "${M[rejected]:-NA}" "${M[failed]:-NA}" "${M[cancelled]:-NA}" "${M[in_flight]:-NA}" \
     "${M[connections_open]:-NA}" "${M[connections_total]:-NA}" "${M[http_rejected]:-NA}" "${M[r200]:-NA}" \
-    "${M[r503]:-NA}" "${M[errors]:-NA}" "$stray" >>"$CSV"
+    "${M[r503]:-NA}" "${M[errors]:-NA}" "$stray" "$RSS_ANON_KB" >>"$CSV"
   printf 'soak: t=%4ss %-8s rss %s kB, fds %s, threads %s, pool %s queued %s, tasks %s, rejected %s, connections %s\n' \
     "$t" "$1" "$RSS_KB" "$FDS" "$THREADS" "${M[active]:-NA}" "${M[queued]:-NA}" "${M[tasks]:-NA}" \
     "${M[rejected]:-NA}" "${M[connections_open]:-NA}"
@@ -893,10 +898,12 @@ column_stat() { # column_stat COLUMN: start end min max over all rows
   awk -F, -v c="$1" 'NR == 2 { s = $c } NR > 1 && $c != "NA" { e = $c; if (min == "" || $c < min) min = $c; if (max == "" || $c > max) max = $c }
     END { print s, e, min, max }' "$CSV"
 }
-RSS_FIRST=NA RSS_LAST=NA FDS_FIRST=NA FDS_LAST=NA STRAY_FIRST=NA STRAY_LAST=NA
+RSS_FIRST=NA RSS_LAST=NA ANON_FIRST=NA ANON_LAST=NA FDS_FIRST=NA FDS_LAST=NA STRAY_FIRST=NA STRAY_LAST=NA
 if ((STEADY_N >= 4)); then
   RSS_FIRST=$(median 3 1 "$QUARTER")
   RSS_LAST=$(median 3 $((STEADY_N - QUARTER + 1)) "$STEADY_N")
+  ANON_FIRST=$(median 23 1 "$QUARTER")
+  ANON_LAST=$(median 23 $((STEADY_N - QUARTER + 1)) "$STEADY_N")
   STRAY_FIRST=$(median 22 1 "$QUARTER")
   STRAY_LAST=$(median 22 $((STEADY_N - QUARTER + 1)) "$STEADY_N")
 fi
@@ -906,6 +913,7 @@ if ((LOAD_N >= 4)); then
 fi
 read -r THREADS_MIN THREADS_MAX < <(awk -F, '$5 != "NA" { if (min == "" || $5 < min) min = $5; if (max == "" || $5 > max) max = $5 } END { print min, max }' "$STEADY")
 read -r RSS_START RSS_END RSS_MIN RSS_MAX < <(column_stat 3)
+read -r ANON_START ANON_END ANON_MIN ANON_MAX < <(column_stat 23)
 read -r FDS_START FDS_END FDS_MIN FDS_MAX < <(column_stat 4)
 read -r THR_START THR_END THR_MIN THR_MAX < <(column_stat 5)
 END_FDS=$FDS
@@ -913,6 +921,7 @@ END_FDS=$FDS
 # --- checks ---------------------------------------------------------------------------
 diff_or_na() { if [[ "$1" =~ ^[0-9]+$ && "$2" =~ ^[0-9]+$ ]]; then echo $(($2 - $1)); else echo NA; fi; }
 RSS_GROWTH=$(diff_or_na "$RSS_FIRST" "$RSS_LAST")
+ANON_GROWTH=$(diff_or_na "$ANON_FIRST" "$ANON_LAST")
 FDS_DRIFT=$(diff_or_na "$FDS_FIRST" "$FDS_LAST")
 FDS_DRIFT_ABS=${FDS_DRIFT#-}
 STRAY_DRIFT=$(diff_or_na "$STRAY_FIRST" "$STRAY_LAST")
@@ -925,6 +934,8 @@ check "client loops ended by themselves at the deadline: $LOOPS_ENDED of $EXPECT
 check "enough samples after the ${WARMUP} s warm-up to compare quarters ($STEADY_N >= 4)" at_least "$STEADY_N" 4
 check "RSS: last-quarter median - first-quarter median = ${RSS_GROWTH} kB < $RSS_TOLERANCE_KB kB" \
   at_most "$RSS_GROWTH" $((RSS_TOLERANCE_KB - 1))
+check "RssAnon: last-quarter median - first-quarter median = ${ANON_GROWTH} kB < $ANON_TOLERANCE_KB kB" \
+  at_most "$ANON_GROWTH" $((ANON_TOLERANCE_KB - 1))
 check "fds in the load phases: |last-quarter median $FDS_LAST - first-quarter median $FDS_FIRST| <= $FD_TOLERANCE" \
   at_most "$FDS_DRIFT_ABS" "$FD_TOLERANCE"
 check "fds beyond the open connections: |last-quarter median $STRAY_LAST - first-quarter median $STRAY_FIRST| <= $STRAY_FD_TOLERANCE" \
@@ -985,9 +996,11 @@ echo
 echo "== soak of offload_server: $DURATION s, $CLIENT_REQUESTS requests, $CLIENT_CONNECTIONS connections =="
 printf '%-10s %10s %10s %10s %10s\n' "" start end min max
 printf '%-10s %10s %10s %10s %10s\n' "RSS kB" "$RSS_START" "$RSS_END" "$RSS_MIN" "$RSS_MAX"
+printf '%-10s %10s %10s %10s %10s\n' "RssAnon kB" "$ANON_START" "$ANON_END" "$ANON_MIN" "$ANON_MAX"
 printf '%-10s %10s %10s %10s %10s\n' fds "$FDS_START" "$FDS_END" "$FDS_MIN" "$FDS_MAX"
 printf '%-10s %10s %10s %10s %10s\n' threads "$THR_START" "$THR_END" "$THR_MIN" "$THR_MAX"
 echo "(after the ${WARMUP} s warm-up: RSS median first quarter $RSS_FIRST kB, last quarter $RSS_LAST kB;" \
+  "RssAnon $ANON_FIRST -> $ANON_LAST kB;" \
   "fds in the load phases $FDS_FIRST -> $FDS_LAST; fds beyond the open connections $STRAY_FIRST -> $STRAY_LAST;" \
   "baseline fds $BASELINE_FDS)"
 echo
