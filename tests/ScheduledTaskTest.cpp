@@ -30,6 +30,7 @@
 #include "coexec/ScheduledFuture.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
+#include "coexec/detail/FaultInjection.h"
 
 using namespace std::chrono_literals;
 using coexec::CancellationToken;
@@ -236,7 +237,7 @@ TEST_CASE("schedule takes what submit takes: a callable with a token, a coroutin
   CHECK(taskItself.get() == 42);
 }
 
-TEST_CASE("cancelling a scheduled task before it is due removes its timer at once; it never runs or counts",
+TEST_CASE("cancelling a scheduled task before it is due removes its timer at once, it never runs or counts",
           "[schedule][manual][cancel]") {
   ManualClock clock;
   ThreadPoolExecutor pool(manualPool(clock));
@@ -354,7 +355,7 @@ TEST_CASE("timers grow a pool to its core size: a long run does not hold up the 
 
 // ---- periodic -------------------------------------------------------------------------
 
-TEST_CASE("fixed rate keeps the grid when runs are short; fixed delay counts from each run's end",
+TEST_CASE("fixed rate keeps the grid when runs are short, fixed delay counts from each run's end",
           "[periodic][manual]") {
   ManualClock clock;
   Stepper stepper(clock);
@@ -468,7 +469,7 @@ TEST_CASE("with continueOnError the schedule goes on after a failure, reporting 
   checkLedgerAddsUp(s);
 }
 
-TEST_CASE("a periodic run's error reaches afterExecute; a run that throws OperationCancelled ends the schedule as cancelled",
+TEST_CASE("a periodic run's error reaches afterExecute, a run that throws OperationCancelled ends the schedule as cancelled",
           "[periodic][manual][error]") {
   ManualClock clock;
   std::atomic<int> handled{0};
@@ -914,4 +915,48 @@ TEST_CASE(
   CHECK_THAT(what, Catch::EndsWith(" | get refused | waitFor timed out"));
   CHECK(handle.cancel());
   handle.get();  // from outside the pool: allowed, and the end was not taken by the refused calls
+}
+
+TEST_CASE("a periodic schedule whose run cannot be allocated ends with std::bad_alloc and leaks no state",
+          "[scheduled][periodic][reliability]") {
+  // Caught by the fault sweep (frame allocator): the reference taken for
+  // the run was never released when its allocation threw, so the
+  // schedule's state outlived everything.
+  using coexec::detail::FaultInjection;
+  if (!FaultInjection::available()) {
+    WARN("this build has no fault points (COEXEC_FAULT_INJECTION=OFF): nothing to check");
+    return;
+  }
+  ThreadPoolExecutor pool({.name = "alloc", .corePoolSize = 1, .maximumPoolSize = 1});
+  std::size_t endedWithBadAlloc = 0;
+  // Somewhere among the first allocations of a schedule that is due at once
+  // is its first run's: each n in turn fails one of them.
+  for (std::uint64_t n = 1; n <= 6; ++n) {
+    INFO("the allocation that fails: " << n);
+    const std::int64_t before = FaultInjection::liveFrameBlocks();
+    {
+      FaultInjection::failFrameAllocation(n);
+      PeriodicHandle handle;
+      try {
+        handle = pool.scheduleAtFixedRate([] {}, 0ms, 1h);
+      } catch (const std::bad_alloc&) {
+        // the schedule itself could not be made: nothing to wait for
+      }
+      FaultInjection::failFrameAllocation(0);
+      if (handle.valid()) {
+        (void)handle.cancel();  // a schedule that got its run waits an hour for the next
+        REQUIRE(handle.waitFor(kLong));
+        try {
+          handle.get();
+        } catch (const std::bad_alloc&) {
+          ++endedWithBadAlloc;
+        } catch (const OperationCancelled&) {
+        }
+      }
+    }
+    // The worker drops its references to the last run just after the
+    // handle settles: wait for that, a bounded time.
+    CHECK(eventually([&] { return FaultInjection::liveFrameBlocks() == before; }, 5000ms));
+  }
+  CHECK(endedWithBadAlloc > 0);  // the run's allocation was among those that failed
 }

@@ -290,8 +290,11 @@ void PoolImpl::fireLocked(ScheduledItem& item, TimerWork& work) {
     endWith(std::move(how));
   } else {
     try {
+      // The run's reference, held before the allocation: if `new` throws,
+      // it goes with `held` (the schedule's own reference keeps the state).
       state.addRef();
-      auto* run = new PeriodicRun(Ref<PeriodicState>::adopt(&state), *this);
+      Ref<PeriodicState> held = Ref<PeriodicState>::adopt(&state);
+      auto* run = new PeriodicRun(std::move(held), *this);
       if (!state.counted) {
         state.counted = true;
         countersHere().tasks.fetch_add(1, std::memory_order_relaxed);  // the schedule counts once
