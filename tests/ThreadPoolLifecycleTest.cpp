@@ -865,16 +865,19 @@ TEST_CASE("a task handed to a parked worker just before shutdownNow starts with 
   CHECK(startedCancelled > 0);  // the window this test is about was hit
 }
 
-TEST_CASE("a continuation posted while the terminated hook runs does not start a thread that outlives the pool",
+TEST_CASE("a guest coroutine suspended on a pool holds it from TERMINATED: the terminated hook runs after the guest "
+          "has left, and no thread outlives the pool",
           "[lifecycle][terminated][coroutine]") {
-  // The terminated hook runs with the pool's lock released. A coroutine that
-  // hopped onto the pool earlier resumes onto it in that window (its awaited
-  // Future completes on another pool) and goes on until after the hook
-  // returned: a worker started for it would then park forever in a
-  // TERMINATED pool, and the destructor would find a joinable thread.
+  // A coroutine that hopped onto the pool (a guest: its hop is a plain task,
+  // done once the coroutine suspends) awaits a Future of another pool. The
+  // pool, shut down meanwhile, must neither terminate under it (its
+  // continuation would be posted to a pool that may be gone, and a worker
+  // started for it would park forever in a TERMINATED pool) nor lose it: the
+  // guest resumes on the pool, finishes there, and only then does the pool
+  // terminate and run its hook.
   Gate hookGate;
   Gate otherGate;
-  Gate afterHook;
+  Gate afterResume;
   Counter hookEntered;
   Counter resumed;
   ThreadPoolOptions options;
@@ -887,7 +890,7 @@ TEST_CASE("a continuation posted while the terminated hook runs does not start a
   ThreadPoolExecutor other(1, 1, 60s, WorkQueue::bounded(4));
   coexec::test::OpenOnExit releaseHook(hookGate);
   coexec::test::OpenOnExit releaseOther(otherGate);
-  coexec::test::OpenOnExit releaseAfter(afterHook);
+  coexec::test::OpenOnExit releaseAfter(afterResume);
   Counter awaiting;
   std::thread coroutineThread([&] {
     coexec::syncWait([&]() -> coexec::Task<void> {
@@ -896,19 +899,22 @@ TEST_CASE("a continuation posted while the terminated hook runs does not start a
       awaiting.arrive();
       co_await f;  // resumes on `pool` (posted from `other`'s thread)
       resumed.arrive();
-      afterHook.wait();
+      afterResume.wait();
     }());
   });
   REQUIRE(awaiting.waitFor(1));
   REQUIRE(eventually([&] { return pool->stats().activeCount == 0; }));  // the hop has returned
-  std::thread closer([&] { pool->shutdown(); });                        // runs the terminated hook, which blocks
-  REQUIRE(hookEntered.waitFor(1));
-  otherGate.open();  // the coroutine resumes onto `pool` while its hook runs
+  pool->shutdown();                                                     // the guest still waits on the pool
+  CHECK_FALSE(pool->awaitTermination(50ms));
+  CHECK(hookEntered.count() == 0);
+  otherGate.open();  // the guest resumes on `pool`, shut down but not terminated
   REQUIRE(resumed.waitFor(1));
+  CHECK(hookEntered.count() == 0);
+  CHECK_FALSE(pool->isTerminated());
+  afterResume.open();  // the guest finishes: the pool may terminate now
+  REQUIRE(hookEntered.waitFor(1));
   hookGate.open();
-  closer.join();
   REQUIRE(pool->awaitTermination(kLong));
-  afterHook.open();
   coroutineThread.join();
   CHECK(eventually([&] { return pool->stats().poolSize == 0; }));
 }
