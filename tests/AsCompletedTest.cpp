@@ -136,7 +136,7 @@ TEST_CASE("asCompleted yields every input exactly once: settled before, failed, 
   CHECK(std::vector<std::string>(seen.begin() + 4, seen.end()) == std::vector<std::string>{"cancelled", "cancelled"});
 }
 
-TEST_CASE("asCompleted of no Futures yields std::nullopt at once; an empty Future is refused", "[asCompleted]") {
+TEST_CASE("asCompleted of no Futures yields std::nullopt at once, an empty Future is refused", "[asCompleted]") {
   ThreadPoolExecutor pool(taggedPool("asc", 1, 1, WorkQueue::bounded(8)));
   const auto run = [&]() -> Task<bool> {
     auto completions = asCompleted(std::vector<Future<int>>());
@@ -152,7 +152,7 @@ TEST_CASE("asCompleted of no Futures yields std::nullopt at once; an empty Futur
 }
 
 TEST_CASE(
-    "cancelling the task awaiting next() cancels the inputs; OperationCancelled once they have settled, then "
+    "cancelling the task awaiting next() cancels the inputs, OperationCancelled once they have settled, then "
     "each is still yielded once",
     "[asCompleted][cancel]") {
   Children children;

@@ -62,7 +62,7 @@ TEST_CASE("asio::post, dispatch and defer onto asioExecutor run on a pool thread
   REQUIRE(eventually([&] { return pool.stats().completedTaskCount == 3; }));
 }
 
-TEST_CASE("asio::dispatch from a pool thread runs inline; post from there is queued", "[asio][executor]") {
+TEST_CASE("asio::dispatch from a pool thread runs inline, post from there is queued", "[asio][executor]") {
   ThreadPoolExecutor pool(taggedPool("pool", 1, 1, WorkQueue::bounded(8)));
   std::promise<std::pair<bool, bool>> result;  // (dispatch ran inside the call, post ran inside the call)
   pool.execute([&] {
@@ -113,7 +113,7 @@ TEST_CASE("asio::post, dispatch and defer refused under abort() run the function
   checkLedgerAddsUp(pool.stats());
 }
 
-TEST_CASE("asio::post after shutdown runs in the caller; under discard() the function is dropped unrun",
+TEST_CASE("asio::post after shutdown runs in the caller, under discard() the function is dropped unrun",
           "[asio][executor][rejection]") {
   ThreadPoolExecutor aborting(taggedPool("aborting", 1, 1, WorkQueue::bounded(1)));
   ThreadPoolExecutor discarding(taggedPool("discarding", 1, 1, WorkQueue::bounded(1), RejectionPolicy::discard()));

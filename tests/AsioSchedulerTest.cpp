@@ -91,7 +91,7 @@ TEST_CASE("cancelling spawn's Future before the task starts: the task never runs
   REQUIRE_THROWS_AS(f.get(), OperationCancelled);
 }
 
-TEST_CASE("a sleep in a task on the io_context waits on its timers; cancel() wakes it at once",
+TEST_CASE("a sleep in a task on the io_context waits on its timers, cancel() wakes it at once",
           "[asio][spawn][sleep][cancellation]") {
   asio::io_context io;
   bool cancelledOut = false;

@@ -165,7 +165,7 @@ TEST_CASE("asyncWait holds outstanding work: io_context::run() waits for the tas
   REQUIRE(called);
 }
 
-TEST_CASE("asyncWait taking the Future over leaves it empty; an empty Future throws std::logic_error",
+TEST_CASE("asyncWait taking the Future over leaves it empty, an empty Future throws std::logic_error",
           "[asio][asyncWait]") {
   ThreadPoolExecutor pool(taggedPool("pool", 1, 1, WorkQueue::bounded(8)));
   asio::io_context io;
@@ -265,7 +265,7 @@ TEST_CASE("asyncWait cancelled through make_parallel_group completes with operat
   REQUIRE(f.isCancelled());
 }
 
-TEST_CASE("a cancellation signal cancels a queued task at once; one after settlement changes nothing",
+TEST_CASE("a cancellation signal cancels a queued task at once, one after settlement changes nothing",
           "[asio][asyncWait][cancellation]") {
   Gate gate;
   Counter started;

@@ -140,7 +140,7 @@ TEST_CASE("a token cancelled while the task is queued: it never runs and its Fut
   checkLedgerAddsUp(stats);
 }
 
-TEST_CASE("a token cancelled while the task runs cancels the task's own token; its Future reports OperationCancelled",
+TEST_CASE("a token cancelled while the task runs cancels the task's own token, its Future reports OperationCancelled",
           "[cancelflow][token]") {
   Gate release;
   Counter started;

@@ -138,7 +138,7 @@ TEST_CASE("HTTP/1.1 needs exactly one Host header", "[http][parser][errors]") {
   CHECK(parse("GET / HTTP/1.0\r\n\r\n").kind == Kind::complete);
 }
 
-TEST_CASE("Content-Length must be one decimal number; Transfer-Encoding is 501", "[http][parser][errors]") {
+TEST_CASE("Content-Length must be one decimal number, Transfer-Encoding is 501", "[http][parser][errors]") {
   const std::string head = "POST / HTTP/1.1\r\nHost: h\r\n";
   CHECK(errorStatus(parse(head + "Content-Length: abc\r\n\r\n")) == 400);
   CHECK(errorStatus(parse(head + "Content-Length: -1\r\n\r\n")) == 400);

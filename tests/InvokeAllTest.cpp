@@ -170,7 +170,7 @@ TEST_CASE("invokeAll of void tasks returns once every task has run", "[invokeAll
   CHECK(ran.load() == 16);  // no wait: every task has settled when invokeAll returns
 }
 
-TEST_CASE("invokeAll of an empty range returns an empty vector at once; invokeAny throws std::invalid_argument",
+TEST_CASE("invokeAll of an empty range returns an empty vector at once, invokeAny throws std::invalid_argument",
           "[invokeAll][invokeAny]") {
   ThreadPoolExecutor pool(taggedPool("inv", 1, 1, WorkQueue::bounded(4)));
   IntTasks none;
@@ -392,7 +392,7 @@ TEST_CASE("admission refusing a task midway cancels and awaits the tasks already
 }
 
 TEST_CASE(
-    "cancelling the awaiting coroutine's task cancels invokeAll's children; its Future settles only after they "
+    "cancelling the awaiting coroutine's task cancels invokeAll's children, its Future settles only after they "
     "have",
     "[invokeAll][cancel]") {
   Children children;
@@ -480,7 +480,7 @@ TEST_CASE("a named invokeAll awaitable is awaited once", "[invokeAll]") {
   CHECK(syncWait(run()) == 2);
 }
 
-TEST_CASE("invokeAny returns the first success; the slow tasks are cancelled and awaited first", "[invokeAny]") {
+TEST_CASE("invokeAny returns the first success, the slow tasks are cancelled and awaited first", "[invokeAny]") {
   Children children;
   ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
   ThreadPoolExecutor pool(taggedPool("inv", 3, 3, WorkQueue::bounded(256)));

@@ -157,7 +157,7 @@ TEST_CASE("a key always goes to the same lane, and keys spread over the lanes", 
     CHECK(n > 0);
 }
 
-TEST_CASE("a keyed task's Future carries its value or exception; coroutine tasks keep their key's order",
+TEST_CASE("a keyed task's Future carries its value or exception, coroutine tasks keep their key's order",
           "[lanes][keyed][future]") {
   ThreadPoolExecutor pool(poolOf(2));
   KeyedExecutor keyed(pool, 4);

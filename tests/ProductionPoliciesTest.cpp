@@ -149,7 +149,7 @@ TEST_CASE("abortWithReport writes one report for a storm of rejections, and the 
   CHECK(pool.stats().rejectedCount == 1002);
 }
 
-TEST_CASE("abortWithReport calls its sink without the pool's lock; a throwing sink does not stop the rejection",
+TEST_CASE("abortWithReport calls its sink without the pool's lock, a throwing sink does not stop the rejection",
           "[policy][report]") {
   Gate gate;
   Counter started;

@@ -168,8 +168,8 @@ struct Saturated {
 // ---- REJ-01..04: a saturated pool ---------------------------------------------
 
 TEST_CASE(
-    "a saturated pool gives each rejected execute and submit to its policy and leaves its counts unchanged; Futures of "
-    "unrun tasks settle (REJ-01..04; Java leaves them pending)",
+    "a saturated pool gives each rejected execute and submit to its policy and leaves its counts unchanged, Futures of "
+    "unrun tasks settle (REJ-01..04, Java leaves them pending)",
     "[rejection][saturated]") {
   const Kind kind = GENERATE(Kind::abort, Kind::callerRuns, Kind::discard, Kind::block, Kind::custom);
   INFO("policy " << kindName(kind));
@@ -206,7 +206,7 @@ TEST_CASE(
 // ---- REJ-05/06/10: after shutdown and shutdownNow --------------------------
 
 TEST_CASE(
-    "after shutdown or shutdownNow every submission goes to the policy, before and after termination; callerRuns runs "
+    "after shutdown or shutdownNow every submission goes to the policy, before and after termination, callerRuns runs "
     "nothing (REJ-05, REJ-06)",
     "[rejection][shutdown]") {
   const Kind kind =
@@ -260,7 +260,7 @@ TEST_CASE(
 
 TEST_CASE(
     "on an idle pool after shutdown, abort throws, callerRuns runs nothing, discard and discardOldest drop the task "
-    "(REJ-10; Java's callerRuns returns silently)",
+    "(REJ-10, Java's callerRuns returns silently)",
     "[rejection][shutdown]") {
   const Kind kind =
       GENERATE(Kind::abort, Kind::callerRuns, Kind::discard, Kind::discardOldest, Kind::block, Kind::custom);
@@ -313,7 +313,7 @@ TEST_CASE(
 // ---- REJ-07..09: what each standard policy does to the work ----------------
 
 TEST_CASE(
-    "callerRuns runs rejected tasks on the caller before execute returns; the queued one waits for the pool (REJ-07)",
+    "callerRuns runs rejected tasks on the caller before execute returns, the queued one waits for the pool (REJ-07)",
     "[rejection][saturated][callerRuns]") {
   Gate gate;
   Counter started;
@@ -379,7 +379,7 @@ TEST_CASE("a caller-run task's exception reaches the caller: execute throws it, 
 }
 
 TEST_CASE(
-    "discard drops rejected tasks and their Futures report RejectedExecution; the queued one still runs (REJ-08; Java "
+    "discard drops rejected tasks and their Futures report RejectedExecution, the queued one still runs (REJ-08, Java "
     "leaves them pending)",
     "[rejection][saturated][discard]") {
   Gate gate;
@@ -417,7 +417,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "discardOldest evicts the queued task, whose Future reports RejectedExecution, and queues the new one (REJ-09; "
+    "discardOldest evicts the queued task, whose Future reports RejectedExecution, and queues the new one (REJ-09, "
     "Java leaves the evicted one pending)",
     "[rejection][saturated][discardOldest]") {
   Gate gate;
@@ -587,7 +587,7 @@ TEST_CASE("a producer waiting under block is released with RejectedExecution whe
   CHECK(pool.stats().taskCount == 2);
 }
 
-TEST_CASE("block gives up after its timeout and throws RejectedExecution; the task never runs",
+TEST_CASE("block gives up after its timeout and throws RejectedExecution, the task never runs",
           "[rejection][saturated][block]") {
   constexpr auto kTimeout = 50ms;
   Saturated sat("rejblkt", RejectionPolicy::block(kTimeout));
@@ -615,7 +615,7 @@ TEST_CASE("block with a negative timeout throws invalid_argument", "[rejection][
 // ---- user handlers -----------------------------------------------------------
 
 TEST_CASE(
-    "a custom handler that leaves the task lets it be destroyed: its Future reports BrokenPromise (REJ-02; Java leaves "
+    "a custom handler that leaves the task lets it be destroyed: its Future reports BrokenPromise (REJ-02, Java leaves "
     "it pending)",
     "[rejection][custom]") {
   HandlerLog log;
@@ -706,7 +706,7 @@ TEST_CASE("an empty policy callable throws invalid_argument (Java's null handler
   CHECK_THROWS_WITH(RejectionPolicy(nullHandler), "coexec::RejectionPolicy: the handler callable is empty");
 }
 
-TEST_CASE("policies report their names; a callable converts implicitly to a custom policy",
+TEST_CASE("policies report their names, a callable converts implicitly to a custom policy",
           "[rejection][construction]") {
   CHECK(RejectionPolicy::abort().name() == "abort");
   CHECK(RejectionPolicy::callerRuns().name() == "callerRuns");
@@ -794,7 +794,7 @@ TEST_CASE(
 
 // ---- the message, tryExecute --------------------------------------------------
 
-TEST_CASE("RejectedExecution's message names the pool and its state; snapshot() returns its sizes as data",
+TEST_CASE("RejectedExecution's message names the pool and its state, snapshot() returns its sizes as data",
           "[rejection][abort]") {
   Saturated sat("rejwhat", RejectionPolicy::abort());
   const std::exception_ptr thrown = thrownBy([&] { sat.pool.execute([] {}); });

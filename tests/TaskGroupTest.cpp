@@ -77,7 +77,7 @@ ThreadPoolOptions reportingPool(Reports& reports, std::size_t threads = 2) {
 
 }  // namespace
 
-TEST_CASE("join waits for every child; the Futures spawn returned have all settled", "[taskGroup]") {
+TEST_CASE("join waits for every child, the Futures spawn returned have all settled", "[taskGroup]") {
   ThreadPoolExecutor pool(taggedPool("group", 2, 2, WorkQueue::bounded(64)));
   const auto run = [&]() -> Task<int> {
     TaskGroup group(pool);
@@ -153,7 +153,7 @@ TEST_CASE("a child ending with OperationCancelled is not a failure of the group"
   CHECK(children.returned.count() == 1);
 }
 
-TEST_CASE("cancel() cancels every child and refuses new ones; join then returns normally", "[taskGroup][cancel]") {
+TEST_CASE("cancel() cancels every child and refuses new ones, join then returns normally", "[taskGroup][cancel]") {
   Children children;
   ThreadPoolExecutor pool(taggedPool("group", 2, 2, WorkQueue::bounded(64)));
   OpenOnExit guard(children.release);
@@ -173,7 +173,7 @@ TEST_CASE("cancel() cancels every child and refuses new ones; join then returns 
 }
 
 TEST_CASE(
-    "cancelling the joining coroutine's task cancels the children; join throws OperationCancelled once they "
+    "cancelling the joining coroutine's task cancels the children, join throws OperationCancelled once they "
     "have settled",
     "[taskGroup][cancel]") {
   Children children;
@@ -267,7 +267,7 @@ TEST_CASE("a failure that no join rethrew is reported when the group is destroye
   CHECK(reports.all() == std::vector<std::string>{"nobody joined"});
 }
 
-TEST_CASE("children may spawn siblings; join waits for them all", "[taskGroup]") {
+TEST_CASE("children may spawn siblings, join waits for them all", "[taskGroup]") {
   std::atomic<int> ran{0};
   ThreadPoolExecutor pool(taggedPool("group", 2, 2, WorkQueue::bounded(256)));
   const auto run = [&]() -> Task<int> {

@@ -158,7 +158,7 @@ TEST_CASE("an empty ThreadFactory means the default one, which names threads <na
   CHECK(name.get() == "con05-1");
 }
 
-TEST_CASE("getters echo the constructor's arguments; the default policy is abort (CON-06, CON-07)",
+TEST_CASE("getters echo the constructor's arguments, the default policy is abort (CON-06, CON-07)",
           "[executor][construction]") {
   SECTION("Java-style constructor") {
     ThreadPoolExecutor pool(1, 1, 1000ms, WorkQueue::bounded(10));
@@ -615,7 +615,7 @@ TEST_CASE(
 
 TEST_CASE(
     "a flaky thread factory's error reaches the uncaught handler, not the submitter, and the pool still terminates "
-    "(RTE-07; Java throws it from execute)",
+    "(RTE-07, Java throws it from execute)",
     "[executor][routing][factory]") {
   FlakyFactory factory;
   factory.failure =
@@ -702,7 +702,7 @@ TEST_CASE(
 // ---- RTE-10: cancel + purge --------------------------------------------------
 
 TEST_CASE(
-    "cancelled queued tasks are removed by purge; taskCount keeps counting them as admitted (RTE-10; Java's taskCount "
+    "cancelled queued tasks are removed by purge, taskCount keeps counting them as admitted (RTE-10, Java's taskCount "
     "drops to 3)",
     "[executor][routing][purge]") {
   Gate gate;

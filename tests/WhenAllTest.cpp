@@ -141,7 +141,7 @@ TEST_CASE("whenAll starts no Task once a Future argument has failed", "[whenAll]
 
 TEST_CASE_METHOD(
     RunningChildSetup,
-    "cancelling the awaiting coroutine's task cancels whenAll's children; OperationCancelled once they settled",
+    "cancelling the awaiting coroutine's task cancels whenAll's children, OperationCancelled once they settled",
     "[whenAll][cancel]") {
   std::atomic<bool> reachedEnd{false};
   Future<int> outer = driver.submit([&]() -> Task<int> {
@@ -209,7 +209,7 @@ TEST_CASE("whenAll refuses an empty Future or a started Task before touching any
   CHECK(ok.get() == 1);  // untouched
 }
 
-TEST_CASE("a named whenAll awaitable is awaited once; whenAll resumes where the coroutine was running", "[whenAll]") {
+TEST_CASE("a named whenAll awaitable is awaited once, whenAll resumes where the coroutine was running", "[whenAll]") {
   ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
   ThreadPoolExecutor pool(taggedPool("when", 1, 1, WorkQueue::bounded(8)));
   Future<std::string> where = driver.submit([&]() -> Task<std::string> {

@@ -51,7 +51,7 @@ Task<void> touch(std::atomic<int>& counter) {
 }  // namespace
 
 TEST_CASE_METHOD(RunningChildSetup,
-                 "whenAny returns the first child to settle; the others are cancelled and awaited first", "[whenAny]") {
+                 "whenAny returns the first child to settle, the others are cancelled and awaited first", "[whenAny]") {
   Future<std::size_t> outer = driver.submit([&]() -> Task<std::size_t> {
     Future<std::string> fast = pool.submit([&sleeping = sleeping] {
       if (!sleeping.waitFor(1)) throw std::logic_error("the sleeping Task did not start");
@@ -115,7 +115,7 @@ TEST_CASE("whenAny: a Future that has settled already wins, and no Task starts",
 
 TEST_CASE_METHOD(
     RunningChildSetup,
-    "cancelling the awaiting coroutine's task cancels whenAny's children; OperationCancelled once they settled",
+    "cancelling the awaiting coroutine's task cancels whenAny's children, OperationCancelled once they settled",
     "[whenAny][cancel]") {
   Future<std::size_t> outer = driver.submit([&]() -> Task<std::size_t> {
     const auto result = co_await whenAny(slow, sleepsAnHour(sleeping, sleepCancelled));

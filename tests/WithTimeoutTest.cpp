@@ -389,7 +389,7 @@ TEST_CASE("cancelling the coroutine that awaits withTimeout of another task's Fu
   CHECK(throwsA<OperationCancelled>([&] { result.get(); }));  // what the work settled with, not TimeoutError
 }
 
-TEST_CASE("the result of withTimeout is awaited once; an empty Future is refused at the co_await",
+TEST_CASE("the result of withTimeout is awaited once, an empty Future is refused at the co_await",
           "[timeout][future]") {
   ThreadPoolExecutor pool({.name = "fo", .corePoolSize = 1, .maximumPoolSize = 1});
   Future<int> value = pool.submit([] { return 1; });
