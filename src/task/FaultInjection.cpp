@@ -5,7 +5,10 @@
 
 #include "coexec/detail/FaultInjection.h"
 
+#include <execinfo.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <new>
 
 namespace coexec::detail {
@@ -39,6 +42,10 @@ void FaultInjection::onFrameAllocate() {
     if (countdown.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) {
       if (left == 1) {
         failed.fetch_add(1, std::memory_order_relaxed);
+        if (std::getenv("COEXEC_FAULT_TRACE") != nullptr) {
+          void* frames[32];
+          backtrace_symbols_fd(frames, backtrace(frames, 32), 2);
+        }
         throw std::bad_alloc();
       }
       break;
