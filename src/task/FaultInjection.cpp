@@ -8,8 +8,11 @@
 #include <execinfo.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <new>
+#include <unordered_map>
 
 namespace coexec::detail {
 namespace {
@@ -19,6 +22,16 @@ std::atomic<std::uint64_t> countdown{0};  // 0: disarmed; else the calls left un
 std::atomic<std::uint64_t> failed{0};
 std::atomic<std::uint64_t> calls{0};
 std::atomic<std::int64_t> live{0};
+
+/// COEXEC_FAULT_TRACE_LIVE: each live block's allocation number and stack.
+struct LiveTrace {
+  std::uint64_t call;
+  int depth;
+  void* frames[24];
+};
+const bool kTraceLive = std::getenv("COEXEC_FAULT_TRACE_LIVE") != nullptr;
+std::mutex traceMutex;
+std::unordered_map<void*, LiveTrace>* traces = nullptr;  // guarded by traceMutex; never freed
 #endif
 
 }  // namespace
@@ -54,7 +67,36 @@ void FaultInjection::onFrameAllocate() {
   live.fetch_add(1, std::memory_order_relaxed);
 }
 
-void FaultInjection::onFrameDeallocate() noexcept { live.fetch_sub(1, std::memory_order_relaxed); }
+void FaultInjection::onFrameAllocated(void* block) noexcept {
+  if (!kTraceLive) return;
+  LiveTrace trace{calls.load(std::memory_order_relaxed), 0, {}};
+  trace.depth = backtrace(trace.frames, 24);
+  std::lock_guard lock(traceMutex);
+  try {
+    if (traces == nullptr) traces = new std::unordered_map<void*, LiveTrace>();
+    (*traces)[block] = trace;
+  } catch (...) {
+  }
+}
+
+void FaultInjection::onFrameDeallocate(void* block) noexcept {
+  live.fetch_sub(1, std::memory_order_relaxed);
+  if (!kTraceLive) return;
+  std::lock_guard lock(traceMutex);
+  if (traces != nullptr) traces->erase(block);
+}
+
+void FaultInjection::printLiveBlocks(std::uint64_t since) noexcept {
+  if (!kTraceLive) return;
+  std::lock_guard lock(traceMutex);
+  if (traces == nullptr) return;
+  for (const auto& [block, trace] : *traces) {
+    if (trace.call <= since) continue;
+    std::fprintf(stderr, "live frame-allocator block %p, allocation %llu:\n", block,
+                 static_cast<unsigned long long>(trace.call));
+    backtrace_symbols_fd(const_cast<void* const*>(trace.frames), trace.depth, 2);
+  }
+}
 
 #else
 
@@ -64,7 +106,9 @@ std::uint64_t FaultInjection::frameAllocationsFailed() noexcept { return 0; }
 std::uint64_t FaultInjection::frameAllocationCalls() noexcept { return 0; }
 std::int64_t FaultInjection::liveFrameBlocks() noexcept { return 0; }
 void FaultInjection::onFrameAllocate() {}
-void FaultInjection::onFrameDeallocate() noexcept {}
+void FaultInjection::onFrameAllocated(void* /*block*/) noexcept {}
+void FaultInjection::onFrameDeallocate(void* /*block*/) noexcept {}
+void FaultInjection::printLiveBlocks(std::uint64_t /*since*/) noexcept {}
 
 #endif
 

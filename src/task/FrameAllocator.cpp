@@ -242,10 +242,23 @@ Header* headerOf(void* payload) noexcept { return reinterpret_cast<Header*>(stat
 
 }  // namespace
 
+namespace {
+void* allocateBlock(std::size_t size);
+}  // namespace
+
 void* FrameAllocator::allocate(std::size_t size) {
 #if defined(COEXEC_FAULT_INJECTION)
   FaultInjection::onFrameAllocate();  // may throw std::bad_alloc (tests only)
+  void* const block = allocateBlock(size);
+  FaultInjection::onFrameAllocated(block);
+  return block;
+#else
+  return allocateBlock(size);
 #endif
+}
+
+namespace {
+void* allocateBlock(std::size_t size) {
   const std::size_t total = size + kHeader;
   const std::size_t c = classOf(total);
   if (c >= kClasses || cacheGone) {
@@ -276,6 +289,7 @@ void* FrameAllocator::allocate(std::size_t size) {
   header->cls = static_cast<std::uint32_t>(c);
   return payloadOf(header);
 }
+}  // namespace
 
 std::size_t FrameAllocator::cachedBlocks(std::size_t size) noexcept {
   const std::size_t c = classOf(size + kHeader);
@@ -291,7 +305,7 @@ std::size_t FrameAllocator::returnedBlocks(std::size_t size) noexcept {
 
 void FrameAllocator::deallocate(void* block, std::size_t /*size*/) noexcept {
 #if defined(COEXEC_FAULT_INJECTION)
-  FaultInjection::onFrameDeallocate();
+  FaultInjection::onFrameDeallocate(block);
 #endif
   Header* header = headerOf(block);
   Cache* owner = header->owner;

@@ -44,8 +44,18 @@ struct COEXEC_EXPORT FaultInjection {
   /// Called by FrameAllocator::allocate() first thing when available().
   /// \throws std::bad_alloc when the armed call is reached.
   static void onFrameAllocate();
+  /// Called by FrameAllocator::allocate() with the block it hands out.
+  /// Never throws.
+  static void onFrameAllocated(void* block) noexcept;
   /// Called by FrameAllocator::deallocate() when available(). Never throws.
-  static void onFrameDeallocate() noexcept;
+  static void onFrameDeallocate(void* block) noexcept;
+
+  /// With COEXEC_FAULT_TRACE_LIVE=1 in the environment, the allocator
+  /// remembers where each live block was allocated (slow: for hunting a
+  /// leak), and this prints the stack of every block still live that was
+  /// allocated after `since` calls (frameAllocationCalls()) to stderr.
+  /// Otherwise it prints nothing. Never throws.
+  static void printLiveBlocks(std::uint64_t since) noexcept;
 };
 
 }  // namespace coexec::detail

@@ -94,6 +94,8 @@ struct Record {
   const char* memberOf = "";  ///< for a member: its combinator
   std::atomic<Body> body{Body::quick};
   std::atomic<bool> coroutine{false};
+  std::uint64_t allocationsBefore = 0;  ///< frameAllocationCalls() before its submission (leak hunting)
+  std::string outcome;                  ///< what its Future reported (set by the check)
 };
 
 /// Records, by id, that never move: chunks of 1024 allocated on demand.
@@ -745,6 +747,7 @@ void Run::runOp(std::size_t thread, const Op& op) {
     }
     case OpKind::submitCoroutine: {
       const std::uint32_t id = records_.add(Role::top);
+      records_[id].allocationsBefore = detail::FaultInjection::frameAllocationCalls();
       track(id, p.submit(coroBody(this, id, op), priority));
       break;
     }
@@ -973,6 +976,7 @@ void Run::checkFuture(Tracked& t) {
     return;
   }
   ++report_.futures;
+  r.outcome = "value";
   try {
     const int v = t.future.get();
     if (r.role != Role::driver && r.end.load() != End::returned) {
@@ -980,17 +984,21 @@ void Run::checkFuture(Tracked& t) {
     }
     if (v != valueOf(t.id)) violation(fmt::format("task {}'s Future holds {}, not its value", t.id, v));
   } catch (const StressError& e) {
+    r.outcome = "StressError";
     if (e.id != t.id) violation(fmt::format("task {}'s Future holds task {}'s error", t.id, e.id));
     observe(e.id, "its Future");
   } catch (const OperationCancelled&) {
+    r.outcome = "OperationCancelled";
     r.cancelReported = true;
     const bool couldBeCancelled = r.cancelRequested.load() || anyShutdownNow() ||
                                   (anyShutdown() && !program_.config.runDelayedAfterShutdown) ||
                                   r.end.load() == End::cancelled;
     if (!couldBeCancelled) violation(fmt::format("task {}'s Future reports a cancellation nobody asked for", t.id));
   } catch (const RejectedExecution&) {
+    r.outcome = "RejectedExecution";
     if (r.starts.load() != 0) violation(fmt::format("task {}'s Future reports RejectedExecution, but it ran", t.id));
   } catch (const BrokenPromise&) {
+    r.outcome = "BrokenPromise";
     if (r.starts.load() != 0) violation(fmt::format("task {}'s Future reports BrokenPromise, but it ran", t.id));
   } catch (const FaultError&) {
     if (program_.faults.site != FaultSite::beforeExecute) {
@@ -1165,6 +1173,17 @@ void Run::execute() {
   if (detail::FaultInjection::available()) {
     const std::int64_t framesAfter = detail::FaultInjection::liveFrameBlocks();
     if (framesAfter != framesBefore) {
+      detail::FaultInjection::printLiveBlocks(allocationCallsBefore);
+      if (std::getenv("COEXEC_FAULT_TRACE_LIVE") != nullptr) {
+        for (std::uint32_t id = 0; id < records_.size(); ++id) {
+          Record& r = records_[id];
+          if (r.allocationsBefore == 0) continue;
+          std::fprintf(stderr, "record %u: allocations before %llu, starts %u, end %d, outcome %s%s%s\n", id,
+                       static_cast<unsigned long long>(r.allocationsBefore), r.starts.load(),
+                       static_cast<int>(r.end.load()), r.outcome.c_str(), r.ranOnProducer ? ", on a producer" : "",
+                       r.ranAsPendingTask ? " by PendingTask::run" : "");
+        }
+      }
       violation(fmt::format("{} frame-allocator blocks live before the program, {} after: leaked frames or task states",
                             framesBefore, framesAfter));
     }
