@@ -79,10 +79,15 @@ fuzz-smoke: fuzz-deps
 	cmake --build --preset fuzz $(BUILD_FLAGS)
 	./scripts/fuzz.sh build/fuzz $(FUZZ_SMOKE_SECONDS)
 
-# The stress driver (tests/stress/ModelStress.cpp) for SOAK_SECONDS, in the
-# dev build: a new seed per program, every program checked.
-soak: test
-	./build/dev/tests/stress_ModelStress --seconds $(SOAK_SECONDS)
+# The model-based stress driver (tests/stress/ModelStress.cpp) for
+# SOAK_SECONDS, in the dev build: a new seed per program, every program
+# checked; a failure prints its seed (replay: stress_ModelStress --seed N).
+# SOAK_PRESET=asan or tsan runs it under a sanitizer.
+SOAK_PRESET ?= dev
+soak: deps
+	cmake --preset $(SOAK_PRESET)
+	cmake --build --preset $(SOAK_PRESET) --target stress_ModelStress $(BUILD_FLAGS)
+	./build/$(SOAK_PRESET)/tests/stress_ModelStress --seconds $(SOAK_SECONDS)
 
 # The offload server (release build) under mixed load for SOAK_SECONDS.
 soak-server: deps
