@@ -108,7 +108,10 @@ asio::awaitable<bool> HttpConnection::readMore() {
       co_await socket_.async_read_some(asio::buffer(chunk), asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return false;
   buffer_.append(chunk.data(), n);
-  co_return true;
+  // The deadline may have passed after the read completed and before this
+  // ran: the timer's cancel() then found nothing to cancel, and nothing
+  // would time the next read out. The request is late all the same.
+  co_return !timedOut_;
 }
 
 asio::awaitable<bool> HttpConnection::write(const HttpResponse& response, bool keepAlive, bool headOnly) {
@@ -129,7 +132,7 @@ asio::awaitable<void> HttpConnection::lingeringClose() {
   while (drained < kLingerBytes) {
     const std::size_t n =
         co_await socket_.async_read_some(asio::buffer(chunk), asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) break;
+    if (ec || timedOut_) break;  // as in readMore(): a deadline that passed just after a read
     drained += n;
   }
 }
