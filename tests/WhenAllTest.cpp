@@ -18,6 +18,8 @@
 #include <catch2/catch.hpp>
 
 #include "CombinatorTestSupport.h"
+#include "coexec/CancellationToken.h"
+#include "coexec/CurrentToken.h"
 #include "coexec/Errors.h"
 #include "coexec/Future.h"
 #include "coexec/Sleep.h"
@@ -25,7 +27,9 @@
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 
+using coexec::CancellationRegistration;
 using coexec::CancellationToken;
+using coexec::currentToken;
 using coexec::Future;
 using coexec::OperationCancelled;
 using coexec::sleepFor;
@@ -43,6 +47,7 @@ using coexec::test::RunningChildSetup;
 using coexec::test::sleepsAnHour;
 using coexec::test::taggedPool;
 using coexec::test::throwsA;
+using coexec::test::waitForCancellation;
 using namespace std::chrono_literals;
 
 namespace {
@@ -157,6 +162,52 @@ TEST_CASE_METHOD(
   CHECK(throwsA<OperationCancelled>([&] { (void)outer.get(); }));
   CHECK(sleepCancelled.load());
   CHECK_FALSE(reachedEnd.load());
+}
+
+TEST_CASE("whenAll awaited by a task cancelled already cancels its running Futures and throws once they settled",
+          "[whenAll][cancel][reliability]") {
+  Counter childStarted;
+  Counter outerStarted;
+  Counter stopped;  // the child saw its cancellation, or whenAll threw: whichever came first
+  std::atomic<bool> childSawCancel{false};
+  std::atomic<bool> childEnded{false};
+  std::atomic<bool> threwWhileChildRan{false};
+  Gate release;
+  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
+  ThreadPoolExecutor pool(taggedPool("when", 1, 1, WorkQueue::bounded(8)));
+  OpenOnExit guard{release};
+  Future<int> child = pool.submit([&](const CancellationToken& token) {
+    childStarted.arrive();
+    const CancellationRegistration seen(token, [&] {
+      childSawCancel = true;
+      stopped.arrive();
+    });
+    release.wait();
+    childEnded = true;
+    return 1;
+  });
+  REQUIRE(childStarted.waitFor(1));
+  Future<int> outer = driver.submit([&]() -> Task<int> {
+    const CancellationToken token = co_await currentToken();
+    outerStarted.arrive();
+    waitForCancellation(token);  // the task is cancelled before it awaits whenAll
+    try {
+      const auto [value] = co_await whenAll(child);
+      co_return value;
+    } catch (const OperationCancelled&) {
+      threwWhileChildRan = !childEnded.load();
+      stopped.arrive();
+      throw;
+    }
+  });
+  REQUIRE(outerStarted.waitFor(1));
+  CHECK(outer.cancel());
+  REQUIRE(stopped.waitFor(1));
+  CHECK(childSawCancel.load());  // whenAll cancelled the Future's task, which runs already
+  CHECK_FALSE(outer.isDone());   // and waits for it to settle
+  release.open();
+  CHECK(throwsA<OperationCancelled>([&] { (void)outer.get(); }));
+  CHECK_FALSE(threwWhileChildRan.load());
 }
 
 TEST_CASE("whenAll's Task children may each await a Future at the same time", "[whenAll]") {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -14,6 +15,8 @@
 #include <catch2/catch.hpp>
 
 #include "CombinatorTestSupport.h"
+#include "coexec/CancellationToken.h"
+#include "coexec/CurrentToken.h"
 #include "coexec/Errors.h"
 #include "coexec/Future.h"
 #include "coexec/Sleep.h"
@@ -21,6 +24,9 @@
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 
+using coexec::CancellationRegistration;
+using coexec::CancellationToken;
+using coexec::currentToken;
 using coexec::Future;
 using coexec::OperationCancelled;
 using coexec::sleepFor;
@@ -32,11 +38,13 @@ using coexec::WhenAnyResult;
 using coexec::WorkQueue;
 using coexec::test::Children;
 using coexec::test::Counter;
+using coexec::test::Gate;
 using coexec::test::OpenOnExit;
 using coexec::test::RunningChildSetup;
 using coexec::test::sleepsAnHour;
 using coexec::test::taggedPool;
 using coexec::test::throwsA;
+using coexec::test::waitForCancellation;
 using namespace std::chrono_literals;
 
 namespace {
@@ -66,6 +74,54 @@ TEST_CASE_METHOD(RunningChildSetup,
   children.release.open();
   CHECK(outer.get() == 2);
   CHECK(sleepCancelled.load());
+}
+
+TEST_CASE("whenAny awaited by a task cancelled already cancels its running Futures and throws once they settled",
+          "[whenAny][cancel][reliability]") {
+  Counter childStarted;
+  Counter outerStarted;
+  Counter stopped;  // the child saw its cancellation, or whenAny threw: whichever came first
+  std::atomic<bool> childSawCancel{false};
+  std::atomic<bool> childEnded{false};
+  std::atomic<bool> threwWhileChildRan{false};
+  Gate release;
+  ThreadPoolExecutor driver(taggedPool("driver", 1, 1, WorkQueue::bounded(8)));
+  ThreadPoolExecutor pool(taggedPool("when", 1, 1, WorkQueue::bounded(8)));
+  OpenOnExit guard{release};
+  Future<int> child = pool.submit([&](const CancellationToken& token) {
+    childStarted.arrive();
+    const CancellationRegistration seen(token, [&] {
+      childSawCancel = true;
+      stopped.arrive();
+    });
+    release.wait();
+    childEnded = true;
+    return 1;
+  });
+  REQUIRE(childStarted.waitFor(1));
+  std::atomic<int> touched{0};
+  Future<std::size_t> outer = driver.submit([&]() -> Task<std::size_t> {
+    const CancellationToken token = co_await currentToken();
+    outerStarted.arrive();
+    waitForCancellation(token);  // the task is cancelled before it awaits whenAny
+    try {
+      const auto result = co_await whenAny(child, touch(touched));
+      co_return result.index;
+    } catch (const OperationCancelled&) {
+      threwWhileChildRan = !childEnded.load();
+      stopped.arrive();
+      throw;
+    }
+  });
+  REQUIRE(outerStarted.waitFor(1));
+  CHECK(outer.cancel());
+  REQUIRE(stopped.waitFor(1));
+  CHECK(childSawCancel.load());  // whenAny cancelled the Future's task, which runs already
+  CHECK_FALSE(outer.isDone());   // and waits for it to settle
+  release.open();
+  CHECK(throwsA<OperationCancelled>([&] { (void)outer.get(); }));
+  CHECK_FALSE(threwWhileChildRan.load());
+  CHECK(touched.load() == 0);  // the Task never started
 }
 
 TEST_CASE("whenAny of void children reports the winner as std::monostate", "[whenAny]") {

@@ -32,7 +32,9 @@ namespace coexec {
 /// started yet never start) and its exception is rethrown once all have
 /// settled. If the awaiting coroutine's task is cancelled while it waits, the
 /// children are cancelled and OperationCancelled is thrown once they have
-/// settled.
+/// settled; if it is cancelled already when whenAll is awaited, no Task
+/// starts, and the Futures (whose tasks run already) are cancelled and waited
+/// for the same way.
 ///
 /// Never blocks a thread. The awaiting coroutine resumes where it was
 /// running (inline on the thread that settles the last child if it belongs

@@ -34,8 +34,10 @@ struct WhenAnyResult {
 /// Structured: it never returns or throws while a child still runs (a child
 /// that ignores cancellation delays it). If the awaiting coroutine's task is
 /// cancelled while it waits, the children are cancelled and
-/// OperationCancelled is thrown once they have settled. Never blocks a
-/// thread; resumes as whenAll() does.
+/// OperationCancelled is thrown once they have settled; if it is cancelled
+/// already when whenAny is awaited, no Task starts, and the Futures are
+/// cancelled and waited for the same way (OperationCancelled, even if one had
+/// settled). Never blocks a thread; resumes as whenAll() does.
 /// \throws the first child's exception; OperationCancelled as above;
 /// std::logic_error / std::invalid_argument for empty or started arguments,
 /// before anything is touched.

@@ -47,12 +47,17 @@ namespace coexec::detail {
 
 FanIn::~FanIn() { registration_.reset(); }
 
-bool FanIn::beginArming(std::coroutine_handle<> awaiting, TaskContext* parent, bool timed) {
+bool FanIn::beginArming(std::coroutine_handle<> awaiting, TaskContext* parent, bool timed,
+                        IfParentCancelled ifCancelled) {
+  bool cancelledAlready = false;
   if (parent != nullptr) {
     parentToken_ = parent->cancellationToken();  // may throw std::bad_alloc: nothing started
     if (parentToken_.isCancellationRequested()) {
-      stop_.store(StopReason::parentCancelled, std::memory_order_relaxed);
-      return false;
+      if (ifCancelled == IfParentCancelled::startNothing) {
+        stop_.store(StopReason::parentCancelled, std::memory_order_relaxed);
+        return false;
+      }
+      cancelledAlready = true;
     }
   }
   Scheduler* const scheduler = currentScheduler();
@@ -62,6 +67,9 @@ bool FanIn::beginArming(std::coroutine_handle<> awaiting, TaskContext* parent, b
   timed_ = timed;
   holds_.store(1, std::memory_order_relaxed);  // arming's
   children_.store(1, std::memory_order_relaxed);
+  // Children run already (Futures): they are watched, then cancelled by
+  // finishArming() (the request is deferred while arming), and waited for.
+  if (cancelledAlready) stop(StopReason::parentCancelled, 0);
   return true;
 }
 

@@ -74,6 +74,18 @@ enum class StopReason : std::uint8_t {
   refused,          ///< a child could not be started (refusal() says why)
 };
 
+/// What beginArming() does when the awaiting task's token is cancelled
+/// already.
+enum class IfParentCancelled : std::uint8_t {
+  /// Arm nothing: beginArming() returns false. For a combinator whose
+  /// children have not started (invokeAll, invokeAny start their own).
+  startNothing,
+  /// Arm as usual, stopped with parentCancelled: the children that run
+  /// already (whenAll's and whenAny's Futures) are cancelled and waited for,
+  /// the others never start.
+  stopChildren,
+};
+
 /// The state a combinator's children settle into while the awaiting
 /// coroutine is suspended: how many are left, why they were stopped, the
 /// timeout, the awaiting coroutine's token, and where to resume it. The
@@ -111,12 +123,14 @@ class COEXEC_EXPORT FanIn : private TaskContext {
   // ---- arming: in await_suspend, on the awaiting coroutine's thread ---------
 
   /// Records where `awaiting` resumes and its task's token (`parent`: its
-  /// TaskContext, or null); `timed`: armTimeout() will be called. Returns
-  /// false if that token is already cancelled: start nothing, do not call
-  /// finishArming(), and let await_suspend return false (stopReason() is
-  /// parentCancelled).
+  /// TaskContext, or null); `timed`: armTimeout() will be called. If that
+  /// token is already cancelled, stopReason() is parentCancelled and, as
+  /// `ifCancelled` says, either it returns false (start nothing, do not call
+  /// finishArming(), and let await_suspend return false) or it arms as
+  /// usual with the stop requested: stopping() is true, and finishArming()
+  /// cancels the children counted meanwhile and waits for them.
   /// \throws std::bad_alloc if the task's token cannot be created.
-  bool beginArming(std::coroutine_handle<> awaiting, TaskContext* parent, bool timed);
+  bool beginArming(std::coroutine_handle<> awaiting, TaskContext* parent, bool timed, IfParentCancelled ifCancelled);
   /// Creates the token the Task children run under (call before starting
   /// the first one). \throws std::bad_alloc.
   void prepareTaskChildren();

@@ -213,7 +213,8 @@ class [[nodiscard]] InvokeAwaitable final : private FanIn {
       outcome_ = Outcome::invalid;
       return false;
     }
-    if (!beginArming(awaiting, parent, timeout_.has_value())) return false;  // the awaiting task is cancelled already
+    // The awaiting task is cancelled already: no task of ours has started.
+    if (!beginArming(awaiting, parent, timeout_.has_value(), IfParentCancelled::startNothing)) return false;
     reserveChildren(slots_.size());
     std::size_t started = 0;
     for (auto&& element : range()) {

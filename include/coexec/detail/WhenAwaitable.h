@@ -161,6 +161,7 @@ class [[nodiscard]] WhenAwaitable final : private FanIn {
   static constexpr std::size_t kCount = sizeof...(Children);
   static constexpr bool kOwnsFuture = (Children::kOwnedFuture || ...);
   static constexpr bool kHasTask = (Children::kIsTask || ...);
+  static constexpr bool kHasFuture = (!Children::kIsTask || ...);
   using Indices = std::make_index_sequence<kCount>;
 
  public:
@@ -231,7 +232,12 @@ class [[nodiscard]] WhenAwaitable final : private FanIn {
       invalid_ = std::current_exception();
       return false;
     }
-    if (!beginArming(awaiting, parent, /*timed=*/false)) return false;  // the awaiting task is cancelled already
+    // The awaiting task is cancelled already: the Futures run anyway, so they
+    // are cancelled and waited for (structured); no Task starts.
+    if (!beginArming(awaiting, parent, /*timed=*/false,
+                     kHasFuture ? IfParentCancelled::stopChildren : IfParentCancelled::startNothing)) {
+      return false;
+    }
     FanIn& self = *this;
     reserveChildren(kCount);
     std::size_t unstarted = 0;
