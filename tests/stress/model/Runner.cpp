@@ -489,16 +489,48 @@ Task<int> coroBody(Run* run, std::uint32_t id, Op op) {
       }
       for (auto& [cid, kid] : kids) {
         std::exception_ptr error;
+        bool cancelled = false;
         try {
           const int v = co_await kid;
           if (v != valueOf(cid)) run->violation(fmt::format("child {} returned {}, not its value", cid, v));
           if (run->records()[cid].end.load() != End::returned) {
             run->violation(fmt::format("child {}'s Future has a value, but its body did not return", cid));
           }
+        } catch (const OperationCancelled&) {
+          cancelled = true;
         } catch (...) {
           error = std::current_exception();
         }
         if (error) run->classify(error, "a parent awaiting its child");
+        if (cancelled) {
+          // The child's Future reports its cancellation instead of what its
+          // body did: a task cancelled while it runs settles with
+          // OperationCancelled when it ends, whatever it threw or returned
+          // (Future::cancel(); docs/cancellation.md, "What cancels a task"),
+          // as a tracked Future may (checkFuture).
+          Record& c = run->records()[cid];
+          c.cancelReported = true;
+          // Unless its body threw OperationCancelled itself (its token seen
+          // cancelled), something cancelled the child. It has no token of
+          // its own: only this task's cancellation reaches it ("down, never
+          // up"), and that cancels this task's token too (or a token created
+          // afterwards is born cancelled); or shutdownNow(), which cancels
+          // the children of the tasks running on the pool's threads.
+          if (c.end.load() != End::cancelled) {
+            bool parentCancelled = run->anyShutdownNow();
+            try {
+              const CancellationToken token = co_await currentToken();  // may create it (std::bad_alloc)
+              parentCancelled = parentCancelled || token.isCancellationRequested();
+            } catch (...) {
+              run->classify(std::current_exception(), "a parent awaiting its child");
+              parentCancelled = true;  // not known
+            }
+            if (!parentCancelled) {
+              run->violation(fmt::format(
+                  "child {}'s Future reports a cancellation, but its parent {} was not cancelled", cid, id));
+            }
+          }
+        }
       }
       break;
     }
