@@ -15,6 +15,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <coroutine>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -28,7 +30,9 @@
 
 #include "AdmissionTestSupport.h"
 #include "TestSupport.h"
+#include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
+#include "coexec/detail/FaultInjection.h"
 
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
@@ -938,6 +942,106 @@ TEST_CASE("a pool task submitting to its own saturated pool under block() waits 
   const PoolStats stats = pool.stats();
   CHECK(stats.rejectedCount == 1);
   CHECK(stats.completedTaskCount == 2);  // the submitter and the task that held the place
+}
+
+/// An event outside any pool: a coroutine that awaits it (co_await
+/// event.wait()) suspends, and resume() resumes it on the calling thread, as
+/// foreign code would (an I/O completion).
+class ForeignEvent {
+ public:
+  struct Awaiter {
+    ForeignEvent* event;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> handle) {
+      event->handle_ = handle;
+      event->suspended_.arrive();  // touches no frame: the coroutine may be resumed from here on
+    }
+    void await_resume() const noexcept {}
+  };
+  [[nodiscard]] Awaiter wait() noexcept { return Awaiter{this}; }
+  [[nodiscard]] bool waitSuspended() { return suspended_.waitFor(1); }
+  /// Resumes the coroutine, once, if it has suspended.
+  void resume() {
+    if (suspended_.count() > 0 && !resumed_.exchange(true)) handle_.resume();
+  }
+
+ private:
+  std::coroutine_handle<> handle_;
+  Counter suspended_;
+  std::atomic<bool> resumed_{false};
+};
+
+struct OutsideError : std::runtime_error {
+  OutsideError() : std::runtime_error("the coroutine run outside the pool failed") {}
+};
+
+TEST_CASE("a coroutine task run by callerRuns or newThreadRuns holds the pool until its state is released",
+          "[rejection][coroutine][lifecycle][reliability]") {
+  // Caught by the model-based stress driver (a task state live after the pool
+  // and every Future were gone): a caller-run coroutine that slept on the
+  // process's timer service finished on that thread, whose reference to the
+  // task outlived the pool, which did not wait for it. Here the coroutine
+  // resumes on a thread of the test's, which is held in the uncaught handler
+  // (the last thing the task's thread does before it drops the task).
+  using coexec::detail::FaultInjection;
+  if (!FaultInjection::available()) {
+    WARN("this build has no fault points (COEXEC_FAULT_INJECTION=OFF): nothing to check");
+    return;
+  }
+  const bool temporary = GENERATE(false, true);
+  INFO((temporary ? "newThreadRuns" : "callerRuns"));
+  Gate release;
+  Counter reported;
+  ForeignEvent event;
+  std::atomic<std::int64_t> liveAtTermination{-1};
+  const std::int64_t before = FaultInjection::liveFrameBlocks();
+  {
+    ThreadPoolOptions options =
+        poolOptions("outside", 0, 1, WorkQueue::synchronous(),
+                    temporary ? RejectionPolicy::newThreadRuns(1) : RejectionPolicy::callerRuns());
+    // No worker can start: every task reaches the policy, and the pool has
+    // no thread to wait for when it shuts down.
+    options.threadFactory = [](const std::string&, const std::function<void()>&) -> std::thread {
+      throw std::runtime_error("no threads here");
+    };
+    options.uncaughtExceptionHandler = [&](std::exception_ptr error, const TaskInfo&) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const OutsideError&) {
+        reported.arrive();
+        release.wait();
+      } catch (...) {  // the factory's failures
+      }
+    };
+    options.hooks.terminated = [&] { liveAtTermination = FaultInjection::liveFrameBlocks(); };
+    ThreadPoolExecutor pool(std::move(options));
+    // On every way out, before the pool's destructor: the coroutine ends (a
+    // pool waits for it), its thread joined.
+    struct Finish {
+      Gate& gate;
+      ForeignEvent& event;
+      std::thread resumer;
+      ~Finish() {
+        gate.open();
+        if (resumer.joinable()) resumer.join();
+        event.resume();  // if the thread never started
+      }
+    } finish{release, event, {}};
+    pool.execute([&event]() -> Task<void> {
+      co_await event.wait();
+      throw OutsideError();
+    });
+    REQUIRE(event.waitSuspended());
+    if (temporary) REQUIRE(eventually([&] { return pool.dumpThreads().temporaryThreads == 0; }));
+    finish.resumer = std::thread([&event] { event.resume(); });  // finishes there, held in the handler
+    REQUIRE(reported.waitFor(1));
+    pool.shutdown();  // no thread, nothing queued: only the coroutine's task may hold the pool
+    CHECK_FALSE(pool.isTerminated());
+    release.open();
+    REQUIRE(pool.awaitTermination(kLong));
+    CHECK(liveAtTermination.load() == before);  // the task's state went before the pool terminated
+  }
+  CHECK(FaultInjection::liveFrameBlocks() == before);
 }
 
 }  // namespace

@@ -46,7 +46,12 @@ class COEXEC_EXPORT RejectionPolicy {
   /// Throws RejectedExecution (with a snapshot of the pool). The default.
   static RejectionPolicy abort();
   /// Runs the task in the submitting thread (which slows the producer down);
-  /// after shutdown the task does not run (see the table).
+  /// after shutdown the task does not run (see the table). A coroutine task
+  /// runs there until it first suspends and goes on wherever it resumes; the
+  /// pool does not terminate until it has finished and its state is
+  /// released: shutdown() lets it finish, awaitTermination() and close()
+  /// wait for it, and shutdownNow() does not cancel it (it was never
+  /// admitted).
   static RejectionPolicy callerRuns();
   /// Drops the task; its Future reports RejectedExecution.
   static RejectionPolicy discard();
@@ -104,9 +109,10 @@ class COEXEC_EXPORT RejectionPolicy {
   /// usual; an `execute()` task's exception goes to the uncaught-exception
   /// handler; a coroutine task runs on the temporary thread until it first
   /// suspends and goes on wherever it resumes. The pool does not terminate
-  /// while a temporary thread runs: shutdown() lets them finish,
-  /// awaitTermination() and close() wait for them, and shutdownNow() does
-  /// not cancel them (their tasks were never admitted).
+  /// while a temporary thread runs, nor while a coroutine task one started
+  /// has not finished (and released its state): shutdown() lets them
+  /// finish, awaitTermination() and close() wait for them, and shutdownNow()
+  /// does not cancel them (their tasks were never admitted).
   /// \note The hazard: this runs work outside the pool's bounds, the very
   ///       thing maximumPoolSize and the queue exist to prevent: under a
   ///       sustained overload it adds up to `maxTemporaryThreads` threads

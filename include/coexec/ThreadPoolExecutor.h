@@ -117,6 +117,10 @@ class PeriodicBodyOf final : public PeriodicBody {
 /// hopped on with resumeOn(), or that a caller-run policy or
 /// PendingTask::run() started on one of its threads) holds the pool from
 /// TERMINATED as its own suspended tasks do, until it resumes (see resumeOn()).
+/// A coroutine task that callerRuns() or newThreadRuns() runs outside the
+/// pool's threads holds the pool from TERMINATED, wherever it goes on after
+/// its first suspension, until it has finished and its task state is
+/// released (see RejectionPolicy).
 /// The destructor is close(): shutdown() then wait for TERMINATED.
 ///
 /// Thread safety: every member function may be called from any thread,

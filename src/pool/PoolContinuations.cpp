@@ -14,6 +14,10 @@
 // - A guest coroutine (running on a worker, not a task in flight here) is
 //   held in flight by each awaiter it suspends in (retain()) until that
 //   awaiter has posted it back (release()): the same count, the same rule.
+// - A coroutine task the pool runs outside its workers (runOutside(): a
+//   caller under callerRuns(), a temporary thread) is held in flight the
+//   same way from its start until its state is released, wherever it
+//   finishes: it never outlives the pool, nor does its report.
 // Locks: mutex_ for continuations_; inFlightMutex_ for inFlightTasks_; a
 // worker's localMutex for its yields.
 
@@ -121,6 +125,49 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
     }
   }
   leaveFlight(inFlight_[task.inFlightShard]);
+  // The reference the task handed over: dropped last (the task's state is
+  // not the pool's, which may be gone by now).
+  task.release();
+}
+
+bool PoolImpl::runOutside(Ref<TaskCore>& task, Outside where) noexcept {
+  if (where == Outside::caller) {
+    // Under the lock: the pool cannot terminate meanwhile, and one that is
+    // not running refuses the task (as callerRuns() does after shutdown).
+    std::lock_guard lock(mutex_);
+    if (state_ != PoolState::running) return false;
+    inFlight_[kGuestShard].count.fetch_add(1, std::memory_order_seq_cst);
+  } else {
+    // A temporary thread keeps the pool from terminating (temporaryThreads_)
+    // until it has dropped its references: the increment cannot race with
+    // termination, and the thread's lock on its way out publishes it.
+    inFlight_[kGuestShard].count.fetch_add(1, std::memory_order_seq_cst);
+  }
+  Ref<TaskCore> core = std::move(task);
+  if (!core->tryStart()) {  // cancelled meanwhile: settled, nothing to run or wait for
+    core = Ref<TaskCore>();
+    release();
+    return true;
+  }
+  // Hands our reference over: the watch drops it, then the hold.
+  core.detach()->startCoroutine(where == Outside::caller ? &callerWatch_ : &temporaryWatch_);
+  return true;
+}
+
+void PoolImpl::OutsideWatch::coroutineFinished(TaskCore& task, const RunResult& result) noexcept {
+  if (result.outcome == Outcome::failed) {
+    if (!task.hasFuture()) {
+      pool_.reportUncaught(result.error, TaskInfo{pool_.name_, threadName_, false, task.priority(), task.name()});
+    } else {
+      pool_.sink_->armIfUnread(task, threadName_);
+    }
+  }
+  // The task's state goes before the hold: a pool that waits for the
+  // coroutine (close(), the destructor) returns only after it is released
+  // (and after a failure nobody reads, if the Future is gone already, has
+  // been reported from its destructor).
+  task.release();
+  pool_.release();  // the last access to the pool
 }
 
 bool PoolImpl::retain() noexcept {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -247,6 +248,26 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // CoroutineObserver: a coroutine task of this pool created its token on
   // demand; tracked in inFlightTasks_ from now on.
   void coroutineTokenCreated(TaskCore& task) override;
+
+  /// Where runOutside() runs a task: the name its reports give the thread.
+  enum class Outside : unsigned char { caller, temporaryThread };
+  /// Starts the coroutine task `task` (not started yet) on the calling
+  /// thread, a thread that does not run it as one of the pool's workers (a
+  /// caller under callerRuns(), a temporary thread of newThreadRuns()), and
+  /// watches it to its end, wherever it finishes: a fire-and-forget
+  /// coroutine's failure reaches the uncaught handler, and a submitted one's
+  /// failure that nobody reads is armed as on a worker ("(caller)" or
+  /// "(temporary thread)" as the thread name). Counts in no pool counter
+  /// (the task was never admitted), but holds the pool in flight
+  /// (inFlight_[kGuestShard]) until the coroutine has finished and the
+  /// task's reference is dropped: the pool does not terminate while such a
+  /// coroutine runs, so neither the task's state nor its report outlives
+  /// the pool. Returns at the coroutine's first suspension, true; for a
+  /// task cancelled meanwhile, at once, true. Returns false, `task`
+  /// untouched, for a caller when the pool no longer runs (callerRuns()
+  /// refuses the task then). Takes mutex_ for a caller (not held by it); a
+  /// temporary thread keeps the pool from terminating already. Never throws.
+  bool runOutside(Ref<TaskCore>& task, Outside where) noexcept;
   /// A task settled as cancelled when it was submitted (its token, or the
   /// task submitting it, was cancelled already): counted in taskCount and
   /// cancelledCount, never admitted.
@@ -281,6 +302,23 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // The uncaught-exception handler, shared with the armed reports of
   // unobserved failures (which may outlive the pool).
   const Ref<UncaughtSink> sink_;
+
+  /// The observer of the coroutine tasks runOutside() starts from one kind
+  /// of thread: on the thread that finishes each, it reports a failure,
+  /// drops the task's reference, then the pool's hold taken for it.
+  class OutsideWatch final : public CoroutineObserver {
+   public:
+    OutsideWatch(PoolImpl& pool, std::string_view threadName) noexcept : pool_(pool), threadName_(threadName) {}
+    void coroutineFinished(TaskCore& task, const RunResult& result) noexcept override;
+    /// Nothing: a task run outside the pool is not the pool's to cancel.
+    void coroutineTokenCreated(TaskCore& /*task*/) override {}
+
+   private:
+    PoolImpl& pool_;
+    const std::string_view threadName_;
+  };
+  OutsideWatch callerWatch_{*this, "(caller)"};
+  OutsideWatch temporaryWatch_{*this, "(temporary thread)"};
 
   alignas(64) mutable std::mutex mutex_;
   std::condition_variable roomAvailable_;  // block() producers; notified when a worker takes a task

@@ -92,10 +92,10 @@ void RejectionPolicy::operator()(PendingTask& task, ThreadPoolExecutor& pool) co
       if (pool.isShutdown()) {
         refuse(/*throwIfNoFuture=*/true);
       } else if (task.core_->isCoroutine()) {
-        // Watched by the pool's sink wherever it finishes: its failure is
-        // reported as a worker would report it.
-        detail::Ref<detail::TaskCore> core = std::move(task.core_);
-        if (core->tryStart()) pool.impl_->sink_->startWatched(std::move(core), detail::UncaughtSink::Outside::caller);
+        // Watched wherever it finishes (its failure is reported as a worker
+        // would report it), the pool held until then. Refused if the pool
+        // has shut down since the look above.
+        if (!pool.impl_->runOutside(task.core_, detail::PoolImpl::Outside::caller)) refuse(/*throwIfNoFuture=*/true);
       } else if (!task.hasFuture()) {
         task.run();
       } else {

@@ -10,6 +10,9 @@
 //   does with the pool (close() frees the pool only after it has taken the
 //   lock and seen TERMINATED).
 // - A place is reserved only while the pool is RUNNING and below the cap.
+// - A coroutine task started on a temporary thread holds the pool in flight
+//   from its start until it has finished and its state is released, wherever
+//   it goes on after its first suspension (runOutside()).
 
 #include <pthread.h>
 
@@ -66,9 +69,8 @@ void PoolImpl::runTemporary(std::unique_ptr<TemporaryJob> job) noexcept {
     const bool watched = core->hasFuture() && !core->isCoroutine();
     try {
       if (core->isCoroutine()) {
-        // Watched by the sink wherever the coroutine finishes.
-        Ref<TaskCore> started = std::move(job->task.core_);
-        if (started->tryStart()) sink_->startWatched(std::move(started), UncaughtSink::Outside::temporaryThread);
+        // Watched wherever the coroutine finishes, the pool held until then.
+        (void)runOutside(job->task.core_, Outside::temporaryThread);
       } else {
         job->task.run();
       }

@@ -55,22 +55,6 @@ void UncaughtSink::report(const std::exception_ptr& error, const TaskInfo& info)
   }
 }
 
-void UncaughtSink::startWatched(Ref<TaskCore> task, Outside where) noexcept {
-  addRef();  // released by Watch::coroutineFinished()
-  task.detach()->startCoroutine(where == Outside::caller ? &callerWatch_ : &temporaryWatch_);
-}
-
-void UncaughtSink::Watch::coroutineFinished(TaskCore& task, const RunResult& result) noexcept {
-  if (result.outcome == Outcome::failed) {
-    if (!task.hasFuture()) {
-      sink_.report(result.error, TaskInfo{sink_.poolName_, threadName_, false, task.priority(), task.name()});
-    } else {
-      sink_.armIfUnread(task, threadName_);
-    }
-  }
-  sink_.release();  // may destroy the sink, and this with it (the pool is gone, and every armed report)
-}
-
 void UncaughtSink::armIfUnread(TaskCore& task, std::string_view threadName) noexcept {
   if (!reportUnobserved_ || task.isConsumed()) return;
   try {

@@ -33,44 +33,12 @@ class UncaughtSink final : public RefCounted {
   /// task is not armed, and that is printed.
   void armIfUnread(TaskCore& task, std::string_view threadName) noexcept;
 
-  /// Where startWatched() runs a task: the name its reports give the thread.
-  enum class Outside : unsigned char { caller, temporaryThread };
-
-  /// Starts the coroutine task `task` (started already: tryStart() returned
-  /// true) on the calling thread, a thread that is not one of the pool's
-  /// workers (a caller under callerRuns(), a temporary thread of
-  /// newThreadRuns()), and watches it to its end, wherever it finishes: a
-  /// failure of a fire-and-forget coroutine is reported to the handler, and
-  /// a submitted one's failure that nobody reads is armed as on a worker.
-  /// Counts in no pool counter (the task was never admitted). The sink
-  /// keeps itself alive until the coroutine finishes. Returns at the
-  /// coroutine's first suspension. Reports name the thread "(caller)" or
-  /// "(temporary thread)", as `where` says. Never throws.
-  void startWatched(Ref<TaskCore> task, Outside where) noexcept;
-
   [[nodiscard]] const std::string& poolName() const noexcept { return poolName_; }
 
  private:
-  /// The observer of the coroutines startWatched() runs from one kind of
-  /// thread: on the thread that finishes each, it reports a failure and
-  /// drops the sink's reference taken for it.
-  class Watch final : public CoroutineObserver {
-   public:
-    Watch(UncaughtSink& sink, std::string_view threadName) noexcept : sink_(sink), threadName_(threadName) {}
-    void coroutineFinished(TaskCore& task, const RunResult& result) noexcept override;
-    /// Nothing: a task run outside the pool is not the pool's to cancel.
-    void coroutineTokenCreated(TaskCore& /*task*/) override {}
-
-   private:
-    UncaughtSink& sink_;
-    const std::string_view threadName_;
-  };
-
   const std::string poolName_;
   const UncaughtExceptionHandler handler_;
   const bool reportUnobserved_;
-  Watch callerWatch_{*this, "(caller)"};
-  Watch temporaryWatch_{*this, "(temporary thread)"};
 };
 
 }  // namespace coexec::detail

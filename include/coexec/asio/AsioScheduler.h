@@ -268,7 +268,10 @@ class AsioSpawnObserver final : public CoroutineObserver {
  public:
   explicit AsioSpawnObserver(const Executor& executor)
       : work_(asio::prefer(executor, asio::execution::outstanding_work.tracked)) {}
-  void coroutineFinished(TaskCore& /*task*/, const RunResult& /*result*/) noexcept override { delete this; }
+  void coroutineFinished(TaskCore& task, const RunResult& /*result*/) noexcept override {
+    task.release();  // the task's reference, handed over with the call
+    delete this;
+  }
   void coroutineTokenCreated(TaskCore& /*task*/) override {}
 
  private:
@@ -288,8 +291,8 @@ class AsioSpawnStart {
     // Made first: if it cannot be, this throws out of the executor's run
     // and the dropped task settles with BrokenPromise.
     auto* observer = new AsioSpawnObserver<Executor>(executor_);
-    if (!core_->tryStart()) {                            // cancelled before it started: settled already
-      observer->coroutineFinished(*core_, RunResult{});  // deletes it
+    if (!core_->tryStart()) {                                     // cancelled before it started: settled already
+      observer->coroutineFinished(*core_.detach(), RunResult{});  // drops our reference and deletes it
       return;
     }
     // Hands our reference over; returns at the first suspension. The

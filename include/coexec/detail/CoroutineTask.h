@@ -72,8 +72,8 @@ class CoroutineTask final : public ResultCore<R>, private TaskContext {
       TaskCore* previous;
       ~RestoreCurrentTask() { setCurrentTask(previous); }
     } restore{exchangeCurrentTask(this)};
-    // The caller's reference is ours now, until complete(): the coroutine may
-    // outlive every other owner.
+    // The caller's reference is ours now, until complete() drops it (or
+    // hands it to the observer): the coroutine may outlive every other owner.
     if constexpr (kIsCallable) {
       try {
         if constexpr (kTakesToken<Source>) {
@@ -136,10 +136,12 @@ class CoroutineTask final : public ResultCore<R>, private TaskContext {
     const bool fireAndForget = !this->hasFuture();
     const RunResult result = this->finish(std::move(error));
     if (observer_) {
+      // Takes our reference: it may have to release the task before what it
+      // does last (a pool waiting for the task lets it go).
       observer_->coroutineFinished(*this, result);
-    } else if (fireAndForget && result.outcome == Outcome::failed) {
-      reportUnobservedFailure(result.error);
+      return;
     }
+    if (fireAndForget && result.outcome == Outcome::failed) reportUnobservedFailure(result.error);
     this->release();  // may destroy this (the result and the token; the body is gone)
   }
 

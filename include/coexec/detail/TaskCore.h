@@ -37,6 +37,12 @@ class TaskCore;
 /// token on demand.
 class CoroutineObserver {
  public:
+  /// The coroutine of `task` has finished and its result is published.
+  /// `task` comes with the reference it held for its coroutine (see
+  /// TaskCore::startCoroutine()), which the observer drops (task.release())
+  /// once it is done with the task: what must come after the task's state
+  /// is released (a pool that waits for the task leaves flight) comes after
+  /// that drop.
   virtual void coroutineFinished(TaskCore& task, const RunResult& result) noexcept = 0;
   /// The running coroutine of `task` has just created the task's token
   /// (TaskCore::createToken()), on the coroutine's thread: a pool tracks the
@@ -126,7 +132,8 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// caller hands over one reference it holds (call it through
   /// Ref::detach()): the task keeps it until the coroutine has finished. The
   /// task publishes its result when the coroutine finishes and then tells
-  /// `observer` (if any). Returns when the coroutine first suspends or
+  /// `observer` (if any), handing it that reference; without an observer it
+  /// drops it itself. Returns when the coroutine first suspends or
   /// finishes. Never throws.
   virtual void startCoroutine(CoroutineObserver* /*observer*/) noexcept {}
   /// running -> done with `error` without running the callable (a throwing
