@@ -13,6 +13,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -27,6 +29,7 @@
 #include "coexec/ResumeOn.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
+#include "coexec/detail/FaultInjection.h"
 
 using namespace std::chrono_literals;
 
@@ -917,6 +920,70 @@ TEST_CASE("a guest coroutine suspended on a pool holds it from TERMINATED: the t
   REQUIRE(pool->awaitTermination(kLong));
   coroutineThread.join();
   CHECK(eventually([&] { return pool->stats().poolSize == 0; }));
+}
+
+TEST_CASE("a submission whose task shutdownNow drains before it starts a thread starts none on the terminated pool",
+          "[executor][lifecycle][shutdownNow][reliability]") {
+  // Caught by the model-based stress driver (a pool's destructor waited
+  // forever for a worker parked on the TERMINATED pool): a submission's
+  // lock-free push into the shared queue landed, then shutdownNow() drained
+  // the task and the pool, which had no thread, terminated; the submission
+  // then started a thread for its task. Here the admission pause point runs
+  // shutdownNow() in that window, on the submitting thread.
+  using coexec::detail::FaultInjection;
+  if (!FaultInjection::available()) {
+    WARN("this build has no fault points (COEXEC_FAULT_INJECTION=OFF): nothing to check");
+    return;
+  }
+  struct Window {
+    ThreadPoolExecutor* pool = nullptr;
+    std::vector<PendingTask> drained;
+    std::atomic<bool> terminated{false};
+    int calls = 0;
+  } window;
+  struct Disarm {
+    ~Disarm() { FaultInjection::setAfterLockFreePush(nullptr, nullptr); }
+  } disarm;
+  std::atomic<int> threadsAfterTermination{0};
+  std::atomic<int> factoryErrors{0};
+  ThreadPoolOptions options;
+  options.name = "pushed";
+  options.corePoolSize = 0;  // no thread until the first task: the push takes the lock-free path
+  options.maximumPoolSize = 1;
+  options.workQueue = WorkQueue::unbounded();
+  // A thread asked for after the termination is refused (it would park on
+  // the terminated pool, and the destructor would wait for it forever).
+  options.threadFactory = [&](const std::string&, std::function<void()> body) -> std::thread {
+    if (window.terminated.load()) {
+      threadsAfterTermination.fetch_add(1);
+      throw std::runtime_error("a thread for a terminated pool");
+    }
+    return std::thread(std::move(body));
+  };
+  options.uncaughtExceptionHandler = [&](const std::exception_ptr&, const coexec::TaskInfo&) {
+    factoryErrors.fetch_add(1);
+  };
+  ThreadPoolExecutor pool(options);
+  window.pool = &pool;
+  FaultInjection::setAfterLockFreePush(
+      [](void* arg) {
+        auto& w = *static_cast<Window*>(arg);
+        if (w.calls++ != 0) return;
+        w.drained = w.pool->shutdownNow();
+        w.terminated = w.pool->isTerminated();
+      },
+      &window);
+  Future<int> future = pool.submit([] { return 1; });
+  FaultInjection::setAfterLockFreePush(nullptr, nullptr);
+  REQUIRE(window.calls == 1);
+  REQUIRE(window.drained.size() == 1);  // the task, drained before it ran
+  REQUIRE(window.terminated.load());    // no thread: terminated inside shutdownNow()
+  CHECK(pool.stats().poolSize == 0);
+  CHECK(pool.stats().state == PoolState::terminated);
+  CHECK(threadsAfterTermination.load() == 0);
+  CHECK(factoryErrors.load() == 0);
+  window.drained.clear();  // dropped: its Future reports BrokenPromise
+  CHECK_THROWS_AS(future.get(), BrokenPromise);
 }
 
 // ---- bad input and misuse (docs/reliability.md) -------------------------------

@@ -25,6 +25,9 @@
 #include "pool/PoolImpl.h"
 #include "coexec/detail/Bindings.h"
 #include "coexec/detail/Time.h"
+#if defined(COEXEC_FAULT_INJECTION)
+#include "coexec/detail/FaultInjection.h"
+#endif
 
 namespace coexec {
 namespace detail {
@@ -110,6 +113,9 @@ bool PoolImpl::tryInject(PendingTask& task) {
   }
   admitting_.fetch_sub(1, std::memory_order_seq_cst);
   if (!pushed) return false;
+#if defined(COEXEC_FAULT_INJECTION)
+  FaultInjection::onLockFreePush();  // race tests: the window before the wake-up below
+#endif
   // Wake a parked worker only if nobody searches and someone sleeps (or no
   // thread is left: core 0, or all timed out). seq_cst loads after the
   // seq_cst claim: a worker that parks stores idleCount_ and then checks
@@ -119,7 +125,11 @@ bool PoolImpl::tryInject(PendingTask& task) {
     FactoryErrors errors;
     {
       std::lock_guard lock(mutex_);
-      if (!wakeOneLocked() && workers_.empty()) {
+      // Since the push, a shutdownNow() may have drained the task and the
+      // pool, left without a thread, terminated (or be running its
+      // terminated hook): a thread started now would outlive it, and the
+      // destructor would wait for it forever.
+      if (!wakeOneLocked() && workers_.empty() && state_ != PoolState::terminated && !terminating_) {
         PendingTask none;  // if the factory fails, the task waits for the next thread that starts
         addWorkerLocked(none, errors);
       }

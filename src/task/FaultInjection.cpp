@@ -22,6 +22,10 @@ std::atomic<std::uint64_t> countdown{0};  // 0: disarmed; else the calls left un
 std::atomic<std::uint64_t> failed{0};
 std::atomic<std::uint64_t> calls{0};
 std::atomic<std::int64_t> live{0};
+// The admission pause point: written while no submission runs (see
+// setAfterLockFreePush), so relaxed loads see it.
+std::atomic<void (*)(void*)> afterPushHook{nullptr};
+std::atomic<void*> afterPushArg{nullptr};
 
 /// COEXEC_FAULT_TRACE_LIVE: each live block's allocation number and stack.
 struct LiveTrace {
@@ -86,6 +90,17 @@ void FaultInjection::onFrameDeallocate(void* block) noexcept {
   if (traces != nullptr) traces->erase(block);
 }
 
+void FaultInjection::setAfterLockFreePush(void (*hook)(void*), void* arg) noexcept {
+  afterPushArg.store(arg, std::memory_order_relaxed);
+  afterPushHook.store(hook, std::memory_order_relaxed);
+}
+
+void FaultInjection::onLockFreePush() noexcept {
+  if (void (*const hook)(void*) = afterPushHook.load(std::memory_order_relaxed); hook != nullptr) {
+    hook(afterPushArg.load(std::memory_order_relaxed));
+  }
+}
+
 void FaultInjection::printLiveBlocks(std::uint64_t since) noexcept {
   if (!kTraceLive) return;
   std::lock_guard lock(traceMutex);
@@ -108,6 +123,8 @@ std::int64_t FaultInjection::liveFrameBlocks() noexcept { return 0; }
 void FaultInjection::onFrameAllocate() {}
 void FaultInjection::onFrameAllocated(void* /*block*/) noexcept {}
 void FaultInjection::onFrameDeallocate(void* /*block*/) noexcept {}
+void FaultInjection::setAfterLockFreePush(void (* /*hook*/)(void*), void* /*arg*/) noexcept {}
+void FaultInjection::onLockFreePush() noexcept {}
 void FaultInjection::printLiveBlocks(std::uint64_t /*since*/) noexcept {}
 
 #endif

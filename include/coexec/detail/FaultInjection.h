@@ -18,6 +18,11 @@ namespace coexec::detail {
 /// and it keeps a count of the blocks it handed out and not yet taken back
 /// (live blocks: a leaked frame or task state stays in it forever).
 ///
+/// The admission pause point: a hook that runs on a submitting thread right
+/// after its task's lock-free push into the shared queue landed, before the
+/// submission wakes or starts a thread for it, so that a race test can run
+/// shutdownNow() (or anything else) in that window.
+///
 /// The faults of user-supplied code (thread factory, hooks, the uncaught
 /// handler, a rejection handler) need no switch here: a test supplies that
 /// code and makes it throw (tests/stress/FaultPlan.h).
@@ -49,6 +54,15 @@ struct COEXEC_EXPORT FaultInjection {
   static void onFrameAllocated(void* block) noexcept;
   /// Called by FrameAllocator::deallocate() when available(). Never throws.
   static void onFrameDeallocate(void* block) noexcept;
+
+  /// Arms the admission pause point: `hook(arg)` runs, on the submitting
+  /// thread, after every lock-free push into a pool's shared queue (see
+  /// above) until disarmed with a null `hook`. Arm and disarm while no
+  /// submission runs. Never blocks. No-op unless available().
+  static void setAfterLockFreePush(void (*hook)(void*), void* arg) noexcept;
+  /// Called by the admission after a lock-free push when available(): runs
+  /// the armed hook, if any. Never throws (the hook must not).
+  static void onLockFreePush() noexcept;
 
   /// With COEXEC_FAULT_TRACE_LIVE=1 in the environment, the allocator
   /// remembers where each live block was allocated (slow: for hunting a
