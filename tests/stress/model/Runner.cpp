@@ -57,13 +57,6 @@ thread_local bool tlsProducer = false;
 /// the docs promise no report of an unread failure (PendingTask::run()).
 thread_local bool tlsRunningPending = false;
 
-/// Set while this thread destroys a TaskGroup (groupDriver): a failure of
-/// the group that no join() rethrew reaches the uncaught handler there
-/// (TaskGroup.h), and a member that never ran fails with what its Future
-/// holds (BrokenPromise: drained by shutdownNow() and dropped;
-/// RejectedExecution: evicted by discardOldest()). Counts such reports.
-thread_local std::uint32_t* tlsGroupUnrunReports = nullptr;
-
 /// Runs `task` with tlsRunningPending set.
 void runPending(PendingTask& task) {
   struct Restore {
@@ -219,16 +212,6 @@ class Run {
     } catch (...) {
       violation(fmt::format("unexpected non-std exception at {}", where));
     }
-  }
-
-  /// The uncaught handler got the refusal of a task that never ran: only a
-  /// TaskGroup reports one, as its unread failure (see tlsGroupUnrunReports).
-  void unrunReported(const TaskInfo& info, const std::exception& e) {
-    if (tlsGroupUnrunReports != nullptr && info.unobserved) {
-      ++*tlsGroupUnrunReports;
-      return;
-    }
-    violation(fmt::format("the uncaught handler got an unexpected exception: {}", e.what()));
   }
 
   void faultSeen(const char* where) {
@@ -676,12 +659,7 @@ Task<int> groupDriver(Run* run, std::uint32_t id, Op op) {
   std::vector<std::uint32_t> ids;
   std::vector<Future<int>> kids;
   std::exception_ptr error;
-  std::uint32_t unrunReports = 0;
   {
-    // Declared before the group, so destroyed after it.
-    struct StopCounting {
-      ~StopCounting() { tlsGroupUnrunReports = nullptr; }
-    } stopCounting;
     TaskGroup group(run->pool());
     for (std::uint32_t k = 0; k < op.fanout; ++k) {
       const std::uint32_t cid = run->records().add(Role::member);
@@ -700,38 +678,10 @@ Task<int> groupDriver(Run* run, std::uint32_t id, Op op) {
       error = std::current_exception();
     }
     if (group.running() != 0) run->violation("TaskGroup::join returned with children running");
-    tlsGroupUnrunReports = &unrunReports;  // the group's destructor may report its failure here
   }
   combinatorReturned(*run, ids, "TaskGroup::join");
   for (auto& kid : kids) {
     if (!kid.isDone()) run->violation("a TaskGroup child's Future was not settled after join");
-  }
-  if (unrunReports > 0) {
-    // The group's failure was the refusal of a member that never ran, and
-    // no join() rethrew it: that member's Future holds it.
-    bool unrun = false;
-    for (std::size_t i = 0; i < kids.size() && i < ids.size(); ++i) {
-      try {
-        (void)kids[i].get();
-      } catch (const BrokenPromise&) {
-        unrun = unrun || run->records()[ids[i]].starts.load() == 0;
-      } catch (const RejectedExecution&) {
-        unrun = unrun || run->records()[ids[i]].starts.load() == 0;
-      } catch (...) {
-      }
-    }
-    if (unrunReports > 1) run->violation(fmt::format("TaskGroup of task {} reported {} failures", id, unrunReports));
-    if (!unrun) {
-      run->violation(fmt::format("TaskGroup of task {} reported a refusal, but none of its members was refused", id));
-    }
-    bool rethrown = false;
-    try {
-      if (error) std::rethrow_exception(error);
-    } catch (const OperationCancelled&) {
-    } catch (...) {
-      rethrown = true;
-    }
-    if (rethrown) run->violation(fmt::format("TaskGroup of task {} reported the failure its join() rethrew", id));
   }
   if (error) run->classify(error, "TaskGroup::join");
   run->records()[id].end = End::returned;
@@ -800,10 +750,6 @@ ThreadPoolOptions Run::options() {
       faultSeen("the uncaught handler");
     } catch (const std::bad_alloc&) {
       badAllocSeen("the uncaught handler");
-    } catch (const BrokenPromise& e) {
-      unrunReported(info, e);
-    } catch (const RejectedExecution& e) {
-      unrunReported(info, e);
     } catch (const std::exception& e) {
       violation(fmt::format("the uncaught handler got an unexpected exception: {}", e.what()));
     } catch (...) {
