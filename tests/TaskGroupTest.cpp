@@ -22,13 +22,16 @@
 #include "CombinatorTestSupport.h"
 #include "coexec/Errors.h"
 #include "coexec/Future.h"
+#include "coexec/PendingTask.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 
+using coexec::BrokenPromise;
 using coexec::CancellationToken;
 using coexec::Future;
 using coexec::OperationCancelled;
+using coexec::PendingTask;
 using coexec::RejectedExecution;
 using coexec::syncWait;
 using coexec::Task;
@@ -265,6 +268,38 @@ TEST_CASE("a failure that no join rethrew is reported when the group is destroye
   }
   REQUIRE(reports.count.waitFor(1));
   CHECK(reports.all() == std::vector<std::string>{"nobody joined"});
+}
+
+TEST_CASE("a child dropped unrun after shutdownNow fails the group but is not reported when the group is destroyed",
+          "[taskGroup][shutdown][reliability]") {
+  // Caught by the model-based stress driver (the uncaught handler got a
+  // BrokenPromise): the first failure of a group whose join() threw
+  // OperationCancelled was a child that shutdownNow() had drained and the
+  // caller dropped, and the group's destructor reported it as an unread
+  // failure, which a refusal never is (reportUnobservedFailures). Here
+  // nobody joins, so any failure is unread.
+  Reports reports;
+  Gate busy;
+  ThreadPoolExecutor pool(reportingPool(reports, 1));
+  OpenOnExit guard(busy);
+  Counter blocking;
+  pool.execute([&] {
+    blocking.arrive();
+    busy.wait();
+  });
+  REQUIRE(blocking.waitFor(1));  // the only thread is taken: the child stays queued
+  {
+    TaskGroup group(pool);
+    Future<int> child = group.spawn([] { return 1; });
+    std::vector<PendingTask> drained = pool.shutdownNow();
+    REQUIRE(drained.size() == 1);
+    drained.clear();  // dropped unrun
+    CHECK(throwsA<BrokenPromise>([&] { (void)child.get(); }));
+    CHECK(group.running() == 0);
+  }  // no join(): every child has settled, the group's failure is the refusal
+  busy.open();
+  REQUIRE(pool.awaitTermination(kLong));
+  CHECK(reports.all().empty());
 }
 
 TEST_CASE("children may spawn siblings, join waits for them all", "[taskGroup]") {

@@ -53,7 +53,9 @@ class JoinAwaiter;
 ///   children still run, without join(), cancels them, blocks until they
 ///   have settled, and reports the misuse (a std::logic_error) to the pool's
 ///   uncaught-exception handler; a failure that no join() rethrew is
-///   reported there too. Nothing is leaked, no coroutine left dangling.
+///   reported there too (not a child's refusal: RejectedExecution or
+///   BrokenPromise, see ThreadPoolOptions::reportUnobservedFailures).
+///   Nothing is leaked, no coroutine left dangling.
 ///
 /// Thread safety: spawn() and cancel() may be called from any thread,
 /// concurrently (a child may spawn siblings); one coroutine at a time awaits
@@ -68,7 +70,8 @@ class COEXEC_EXPORT TaskGroup {
   /// Never blocks when every child has settled. Otherwise (a misuse: await
   /// join() first) cancels the children, blocks until they have settled,
   /// and reports a std::logic_error to the pool's uncaught-exception handler
-  /// on this thread. A failure no join() rethrew is reported there too.
+  /// on this thread. A failure no join() rethrew is reported there too,
+  /// unless it is a child's refusal (RejectedExecution, BrokenPromise).
   /// \note Blocking here on a thread of the children's pool can deadlock if
   /// they need that thread to finish; join() never blocks.
   ~TaskGroup();

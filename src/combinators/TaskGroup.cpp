@@ -22,8 +22,28 @@
 
 #include <fmt/format.h>
 
+#include "coexec/Errors.h"
+
 namespace coexec {
 namespace detail {
+namespace {
+
+/// True for what a child that never ran settles with: refused
+/// (RejectedExecution) or dropped (BrokenPromise). Never reported as an
+/// unread failure (ThreadPoolOptions::reportUnobservedFailures).
+bool isRefusal(const std::exception_ptr& error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const RejectedExecution&) {
+    return true;
+  } catch (const BrokenPromise&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace
 
 GroupState::~GroupState() {
   std::unique_lock lock(mutex_);
@@ -35,7 +55,9 @@ GroupState::~GroupState() {
     --cancelling_;
   }
   idle_.wait(lock, [this] { return live_ == 0 && cancelling_ == 0; });
-  const std::exception_ptr unobserved = failed_ && !observed_ ? firstError_ : nullptr;
+  // A failure no join() rethrew, unless it is a child's refusal (the
+  // policy, or whoever dropped it after shutdownNow(), chose that).
+  const std::exception_ptr unobserved = failed_ && !observed_ && !isRefusal(firstError_) ? firstError_ : nullptr;
   lock.unlock();
   if (running > 0) {
     std::exception_ptr misuse;
