@@ -96,6 +96,10 @@ struct Record {
   std::atomic<bool> coroutine{false};
   std::uint64_t allocationsBefore = 0;  ///< frameAllocationCalls() before its submission (leak hunting)
   std::string outcome;                  ///< what its Future reported (set by the check)
+  /// For a child: the token of the task that submitted it (written before
+  /// the submission). Cancelling that task cancels this one while both run,
+  /// and that task's token with it.
+  CancellationToken parentToken;
 };
 
 /// Records, by id, that never move: chunks of 1024 allocated on demand.
@@ -414,9 +418,11 @@ int callableBody(Run& run, std::uint32_t id, const Op& op, const CancellationTok
 
 /// Submits `op.fanout` children whose Futures are dropped, and executes one
 /// more: their errors reach the uncaught handler (unobserved failures).
-void spawnDetached(Run& run, const Op& op) {
+/// `token`: the submitting task's.
+void spawnDetached(Run& run, const Op& op, const CancellationToken& token) {
   for (std::uint32_t k = 0; k <= op.fanout; ++k) {
     const std::uint32_t cid = run.records().add(k < op.fanout ? Role::detachedSubmit : Role::detachedExecute);
+    run.records()[cid].parentToken = token;
     const Op child = childOp(op, cid);
     try {
       if (k < op.fanout) {
@@ -444,7 +450,7 @@ int callableBody(Run& run, std::uint32_t id, const Op& op, const CancellationTok
         throw OperationCancelled();
       }
       break;
-    case Body::detached: spawnDetached(run, op); break;
+    case Body::detached: spawnDetached(run, op, token); break;
   }
   r.end = End::returned;
   return valueOf(id);
@@ -534,7 +540,16 @@ Task<int> coroBody(Run* run, std::uint32_t id, Op op) {
       }
       break;
     }
-    case Body::detached: spawnDetached(*run, op); break;
+    case Body::detached: {
+      CancellationToken token;
+      try {
+        token = co_await currentToken();  // may create it (std::bad_alloc)
+      } catch (...) {
+        run->classify(std::current_exception(), "a task submitting a detached child");
+      }
+      spawnDetached(*run, op, token);
+      break;
+    }
   }
   r.end = End::returned;
   co_return valueOf(id);
@@ -1104,12 +1119,16 @@ void Run::checkRecords() {
     }
     // Documented exceptions: a combinator's task whose failure the combinator
     // absorbed (it rethrows the first only), a task whose Future reported
-    // its cancellation instead, and a task run by PendingTask::run() whose
+    // its cancellation instead, a task run by PendingTask::run() whose
     // result nobody holds (a detached child, or a fire-and-forget coroutine:
-    // printed to stderr).
+    // printed to stderr), and a submitted child whose Future was dropped and
+    // whose parent was cancelled: cancelled with it while it ran, its Future
+    // reports OperationCancelled, and a cancelled task's unread failure is
+    // never reported (ThreadPoolOptions::reportUnobservedFailures).
     const bool unheld = r.role == Role::detachedSubmit || r.role == Role::top || r.role == Role::detachedExecute;
+    const bool cancelledWithParent = r.role == Role::detachedSubmit && r.parentToken.isCancellationRequested();
     if (r.end.load() == End::threw && r.observed.load() == 0 && r.role != Role::member && !r.cancelReported.load() &&
-        !(r.ranAsPendingTask.load() && unheld)) {
+        !(r.ranAsPendingTask.load() && unheld) && !cancelledWithParent) {
       violation(fmt::format("task {}'s error was reported nowhere (lost): {}{}{}", id, toString(r.role),
                             r.ranOnProducer.load() ? ", ran on a producer thread" : "",
                             r.cancelRequested.load() ? ", cancel requested" : ""));
