@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -16,6 +17,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -154,6 +156,19 @@ std::size_t processThreads() {
     if (line.rfind("Threads:", 0) == 0) return std::stoul(line.substr(8));
   }
   return 0;
+}
+
+/// The names of the process's threads (their `comm`), for a message.
+std::string processThreadNames() {
+  std::string names;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    names += names.empty() ? name : ", " + name;
+  }
+  return names;
 }
 
 struct Tracked {
@@ -1161,6 +1176,7 @@ void Run::check() {
 
 void Run::execute() {
   const std::size_t threadsBefore = processThreads();
+  const std::string threadNamesBefore = processThreadNames();
   const std::int64_t framesBefore = detail::FaultInjection::liveFrameBlocks();
   const std::uint64_t allocationsFailedBefore = detail::FaultInjection::frameAllocationsFailed();
   const std::uint64_t allocationCallsBefore = detail::FaultInjection::frameAllocationCalls();
@@ -1218,8 +1234,8 @@ void Run::execute() {
   const auto deadline = Clock::now() + 10s;
   while (processThreads() != threadsBefore && Clock::now() < deadline) std::this_thread::sleep_for(1ms);
   if (processThreads() != threadsBefore) {
-    violation(fmt::format("{} threads before the program, {} after the pool's destruction", threadsBefore,
-                          processThreads()));
+    violation(fmt::format("{} threads before the program ({}), {} after the pool's destruction ({})", threadsBefore,
+                          threadNamesBefore, processThreads(), processThreadNames()));
   }
   if (detail::FaultInjection::available()) {
     const std::int64_t framesAfter = detail::FaultInjection::liveFrameBlocks();
