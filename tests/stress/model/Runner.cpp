@@ -1098,7 +1098,12 @@ void Run::checkPeriodic(TrackedPeriodic& p) {
     // handle: one report.
     if (program_.faults.site != FaultSite::beforeExecute) violation("a periodic handle holds an unplanned FaultError");
   } catch (const std::bad_alloc&) {
-    if (program_.faults.site != FaultSite::frameAllocator) violation("a periodic handle holds an unplanned bad_alloc");
+    // The frame allocator's fault, or, as for FaultError, a beforeExecute
+    // fault planned as std::bad_alloc.
+    const FaultPlan& plan = program_.faults;
+    if (plan.site != FaultSite::frameAllocator && !(plan.site == FaultSite::beforeExecute && plan.badAlloc)) {
+      violation("a periodic handle holds an unplanned bad_alloc");
+    }
   } catch (const std::exception& e) {
     violation(fmt::format("periodic schedule {}'s handle holds an unexpected exception: {}", p.id, e.what()));
   }
