@@ -1277,34 +1277,77 @@ void Run::execute() {
 }
 
 /// Aborts the process, printing the program, if a run takes longer than its
-/// limit (a hang is a failure too).
+/// limit (a hang is a failure too). One thread for the whole process, armed
+/// for each program: a thread started and joined per program could still be
+/// counted in /proc/self/status when the next program counts its threads
+/// (join() returns once the thread has finished, a moment before the kernel
+/// drops it from the count), and that program would see one thread fewer
+/// after it than before.
 class Watchdog {
  public:
-  Watchdog(const Program& program, std::uint32_t seconds)
-      : thread_([this, &program, seconds] {
-          std::unique_lock lock(mutex_);
-          if (!cv_.wait_for(lock, std::chrono::seconds(seconds), [this] { return done_; })) {
-            std::fprintf(stderr, "stress: the program did not end within %u s (a hang):\n%s", seconds,
-                         describe(program).c_str());
-            std::fflush(stderr);
-            std::abort();
-          }
-        }) {}
+  /// The process's watchdog; its thread starts on first use.
+  static Watchdog& instance() {
+    static Watchdog watchdog;
+    return watchdog;
+  }
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
+
+  /// Watches `program` (which must outlive disarm()) for `seconds`.
+  void arm(const Program& program, std::uint32_t seconds) {
+    {
+      std::lock_guard lock(mutex_);
+      program_ = &program;
+      seconds_ = seconds;
+      deadline_ = Clock::now() + std::chrono::seconds(seconds);
+      ++generation_;
+    }
+    cv_.notify_all();
+  }
+  void disarm() {
+    {
+      std::lock_guard lock(mutex_);
+      program_ = nullptr;
+      ++generation_;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  Watchdog() : thread_([this] { watch(); }) {}
   ~Watchdog() {
     {
       std::lock_guard lock(mutex_);
-      done_ = true;
+      stopping_ = true;
     }
     cv_.notify_all();
     thread_.join();
   }
 
- private:
+  void watch() {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+      if (program_ == nullptr) {
+        cv_.wait(lock);
+        continue;
+      }
+      const std::uint64_t watched = generation_;
+      const Clock::time_point deadline = deadline_;
+      if (cv_.wait_until(lock, deadline, [&] { return stopping_ || generation_ != watched; })) continue;
+      std::fprintf(stderr, "stress: the program did not end within %u s (a hang):\n%s", seconds_,
+                   describe(*program_).c_str());
+      std::fflush(stderr);
+      std::abort();
+    }
+  }
+
   std::mutex mutex_;
   std::condition_variable cv_;
-  bool done_ = false;
+  const Program* program_ = nullptr;  // guarded by mutex_: the program watched, or none
+  std::uint32_t seconds_ = 0;         // guarded by mutex_
+  Clock::time_point deadline_;        // guarded by mutex_
+  std::uint64_t generation_ = 0;      // guarded by mutex_: counts arm() and disarm() calls
+  bool stopping_ = false;             // guarded by mutex_
   std::thread thread_;
 };
 
@@ -1325,7 +1368,12 @@ RunReport runProgram(const Program& program, const RunOptions& options) {
   RunReport report;
   startProcessWideServices();
   // The watchdog's thread is started before the run counts threads.
-  Watchdog watchdog(program, options.watchdogSeconds);
+  Watchdog& watchdog = Watchdog::instance();
+  watchdog.arm(program, options.watchdogSeconds);
+  struct Disarm {
+    Watchdog& watchdog;
+    ~Disarm() { watchdog.disarm(); }
+  } disarm{watchdog};
   {
     Run run(program, options, report);
     run.execute();
