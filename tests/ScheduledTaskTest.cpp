@@ -960,3 +960,38 @@ TEST_CASE("a periodic schedule whose run cannot be allocated ends with std::bad_
   }
   CHECK(endedWithBadAlloc > 0);  // the run's allocation was among those that failed
 }
+
+TEST_CASE("a due task whose thread the factory failed to start runs once a retry starts one, and the pool terminates",
+          "[scheduled][factory][reliability]") {
+  // Caught by the fault sweep (thread factory): with no worker (core 0), a
+  // due timer's task waited for a thread that only a later submission would
+  // have started, and the pool never terminated (close() hung).
+  ManualClock clock;
+  std::atomic<int> calls{0};
+  std::atomic<int> reports{0};
+  ThreadPoolOptions options;
+  options.name = "retry";
+  options.corePoolSize = 0;
+  options.maximumPoolSize = 1;
+  options.clock = &clock;
+  options.threadFactory = [&calls](const std::string& /*name*/, std::function<void()> body) {
+    if (++calls <= 2) throw std::runtime_error("no thread now");
+    return std::thread(std::move(body));
+  };
+  options.uncaughtExceptionHandler = [&reports](const std::exception_ptr&, const coexec::TaskInfo&) { ++reports; };
+  ThreadPoolExecutor pool(options);
+  auto future = pool.schedule([] { return 7; }, 10ms);
+  clock.advance(10ms);  // due: the factory fails (call 1); a retry in 1 ms
+  CHECK(calls == 1);
+  CHECK_FALSE(future.isDone());
+  clock.advance(1ms);  // the retry fails too (call 2); the next in 2 ms
+  CHECK(calls == 2);
+  CHECK_FALSE(future.isDone());
+  clock.advance(2ms);  // it starts the thread, which runs the task
+  REQUIRE(future.waitFor(kLong));
+  CHECK(future.get() == 7);
+  CHECK(calls == 3);
+  CHECK(reports == 2);  // each failure reached the handler once
+  pool.shutdown();
+  CHECK(pool.awaitTermination(kLong));
+}

@@ -470,6 +470,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   ScheduledItem* liveItems_ = nullptr;  // live timer items (see ScheduledItem), each holding a reference
   std::size_t liveCount_ = 0;
   std::size_t armedCount_ = 0;  // PoolStats::scheduledCount
+  bool threadRetryArmed_ = false;                          // onThreadRetry pending
+  std::chrono::nanoseconds threadRetryDelay_ = kThreadRetryFirst;  // its next delay
   // Timer tasks that became due, each holding a reference, run like
   // continuations. Their own lock (taken after mutex_, never before it), so
   // that workers take due work without the pool's lock while the timer
@@ -530,6 +532,17 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   /// ManualClock keep-alive: wakes the idle workers so that they read the
   /// clock again (a timer callback; `context` is the pool).
   static void onKeepAliveAlarm(void* context) noexcept;
+  /// Due work with no thread to run it, because the thread factory failed
+  /// when the work became due (and no worker exists): tries again to start
+  /// one, after kThreadRetryFirst, doubling up to kThreadRetryMost while
+  /// the factory keeps failing. Without it the work would wait for a later
+  /// submission that may never come, and the pool would never terminate.
+  /// A timer callback on the pool's clock (`context` is the pool).
+  static void onThreadRetry(void* context) noexcept;
+  /// Requires: mutex_ held. Arms onThreadRetry once.
+  void armThreadRetryLocked() noexcept;
+  static constexpr std::chrono::milliseconds kThreadRetryFirst{1};
+  static constexpr std::chrono::milliseconds kThreadRetryMost{1000};
 
   // Scheduler: sleeps on this pool's threads use its clock.
   TimerService* timerService() noexcept override;
