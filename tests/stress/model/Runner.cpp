@@ -340,6 +340,7 @@ class Run {
   void producer(std::size_t index);
   void runOp(std::size_t thread, const Op& op);
   void probe();
+  void stopNow(std::size_t every, const char* where);
   void ending();
   void check();
   void checkFuture(Tracked& t);
@@ -930,20 +931,22 @@ void Run::runOp(std::size_t thread, const Op& op) {
       noteShutdown();
       p.shutdown();
       break;
-    case OpKind::shutdownNow: {
-      std::vector<PendingTask> returned = p.shutdownNow();
-      noteShutdownNow(returned.size());
-      // Run every other one here, drop the rest: both are accounted for.
-      for (std::size_t i = 0; i < returned.size(); ++i) {
-        if (i % 2 == 0) {
-          try {
-            runPending(returned[i]);
-          } catch (...) {
-            classify(std::current_exception(), "a drained task run by the producer");
-          }
-        }
-      }
+    case OpKind::shutdownNow:
+      stopNow(2, "a drained task run by the producer");  // every other one run here, the rest dropped
       break;
+  }
+}
+
+/// shutdownNow(), then runs every `every`-th returned task here and drops
+/// the rest (their Futures report BrokenPromise): both are accounted for.
+void Run::stopNow(std::size_t every, const char* where) {
+  std::vector<PendingTask> returned = pool().shutdownNow();
+  noteShutdownNow(returned.size());
+  for (std::size_t i = 0; i < returned.size(); i += every) {
+    try {
+      runPending(returned[i]);
+    } catch (...) {
+      classify(std::current_exception(), where);
     }
   }
 }
@@ -1007,20 +1010,9 @@ void Run::ending() {
       noteShutdown();
       pool().shutdown();
       break;
-    case Ending::shutdownNow: {
-      std::vector<PendingTask> returned = pool().shutdownNow();
-      noteShutdownNow(returned.size());
-      for (std::size_t i = 0; i < returned.size(); ++i) {
-        if (i % 3 == 0) {
-          try {
-            runPending(returned[i]);
-          } catch (...) {
-            classify(std::current_exception(), "a drained task run at the end");
-          }
-        }
-      }
+    case Ending::shutdownNow:
+      stopNow(3, "a drained task run at the end");
       break;
-    }
     case Ending::close:
       noteShutdown();
       pool().close();
