@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -44,10 +45,15 @@ inline constexpr const char* kDeathChildVariable = "COEXEC_DEATH_CHILD";
   return value != nullptr && std::string_view(value) == "1";
 }
 
-/// In a child, before its fatal work: no core file for the expected abort.
+/// In a child, before its fatal work: no core file for the expected abort,
+/// and SIGABRT back to its default action. Catch2's own handler would
+/// otherwise run first and allocate inside the signal, which
+/// ThreadSanitizer reports ("signal-unsafe call inside of a signal") and,
+/// with halt_on_error, turns into an exit instead of the abort.
 inline void prepareDeathChild() {
   const rlimit none{0, 0};
   (void)setrlimit(RLIMIT_CORE, &none);
+  (void)std::signal(SIGABRT, SIG_DFL);
 }
 
 /// How a child process ended and what it wrote (stdout and stderr together).
