@@ -59,11 +59,13 @@ struct Hooks {
 /// name is "<pool name>-<n>". The factory may set affinity, stack size or
 /// priority. If it throws, or returns a thread that is not joinable, the pool
 /// did not get a thread: the task goes on to the next routing step and the
-/// factory's exception reaches the uncaught handler. Timer work that becomes
-/// due when the pool has no thread and the factory fails (core 0, say) is
-/// not left waiting for a later submission: the pool calls the factory again
-/// on its clock, after 1 ms and then twice as long each time, up to 1 s,
-/// until a thread starts. A `body` the pool did not
+/// factory's exception reaches the uncaught handler. Work that the pool
+/// accepted while it has no thread (a queued task with core 0 or after every
+/// thread timed out, or timer work that became due) is not left waiting for
+/// a later submission when the factory fails: the pool calls the factory
+/// again on its clock, after 1 ms and then twice as long each time, up to
+/// 1 s, until a thread starts (on a ManualClock, as advance() passes those
+/// times). A `body` the pool did not
 /// keep (the factory started it and then threw, or detached its thread)
 /// returns at once without touching the pool, so such a thread ends on its
 /// own; the pool never runs tasks on a thread it cannot join.

@@ -1,6 +1,7 @@
 // Admission: the Java routing of a new task (core thread -> queue -> extra
 // thread -> rejection policy), the lock-free fast paths into the shared
-// ring, thread creation, and the pool's side of the rejection policies
+// ring, thread creation (and its retry when the factory fails with work
+// waiting and no thread), and the pool's side of the rejection policies
 // (evictOldest for discardOldest, offerWithin for block) and purge().
 //
 // Invariants:
@@ -11,6 +12,8 @@
 //   the shared ring, queue_ or a local queue until it leaves it.
 // - After a change of state, shutdown()/shutdownNow() wait out admitting_:
 //   every lock-free push then either landed or saw the new state.
+// - Work never waits with no thread and nothing due to start one: a failed
+//   start with no worker left arms onThreadRetry on the pool's clock.
 // Locks: mutex_ guards queue_, workers_, the idle stack and the state (see
 // PoolImpl.h); the ring and the counters are lock-free.
 
@@ -60,13 +63,9 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
     // A searching worker will find the task (it rechecks under this lock
     // after it stops searching): no wake-up, no syscall.
     if (searching_.load(std::memory_order_seq_cst) > 0) return true;
-    if (!wakeOneLocked() && workers_.empty()) {
-      // Core 0, or every thread failed to start or timed out: someone must run
-      // it. If the factory fails here too, the task waits in the queue for the
-      // next thread that starts (the next submission, or shutdown()).
-      PendingTask none;
-      addWorkerLocked(none, errors);
-    }
+    // Core 0, or every thread failed to start or timed out: someone must run
+    // it (if the factory fails here too, it is tried again soon).
+    if (!wakeOneLocked() && workers_.empty()) startThreadForWaitingWorkLocked(errors);
     return true;
   }
   // 3. An extra thread, up to max.
@@ -130,8 +129,7 @@ bool PoolImpl::tryInject(PendingTask& task) {
       // terminated hook): a thread started now would outlive it, and the
       // destructor would wait for it forever.
       if (!wakeOneLocked() && workers_.empty() && state_ != PoolState::terminated && !terminating_) {
-        PendingTask none;  // if the factory fails, the task waits for the next thread that starts
-        addWorkerLocked(none, errors);
+        startThreadForWaitingWorkLocked(errors);  // if the factory fails, it is tried again soon
       }
     }
     reportFactoryErrors(errors);
@@ -205,6 +203,47 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
   }
   largestPoolSize_ = std::max(largestPoolSize_, workers_.size());
   return true;
+}
+
+bool PoolImpl::workWaitsLocked() const noexcept {
+  return (sharedQueuedLocked() > 0 && state_ != PoolState::stop) || !continuations_.empty() ||
+         dueCount_.load(std::memory_order_seq_cst) > 0;
+}
+
+void PoolImpl::startThreadForWaitingWorkLocked(FactoryErrors& errors) {
+  PendingTask none;
+  if (!addWorkerLocked(none, errors) && workers_.empty()) armThreadRetryLocked();
+}
+
+void PoolImpl::armThreadRetryLocked() noexcept {
+  if (threadRetryArmed_ || state_ == PoolState::terminated) return;
+  try {
+    (void)timers_.schedule(detail::deadlineOn(clock_.now(), threadRetryDelay_), &PoolImpl::onThreadRetry, this);
+    threadRetryArmed_ = true;
+  } catch (...) {  // std::bad_alloc, std::system_error: the next due timer or submission tries again
+  }
+}
+
+void PoolImpl::onThreadRetry(void* context) noexcept {
+  auto* pool = static_cast<PoolImpl*>(context);
+  FactoryErrors errors;
+  {
+    std::lock_guard lock(pool->mutex_);
+    pool->threadRetryArmed_ = false;
+    if (pool->state_ == PoolState::terminated || pool->terminating_ || !pool->workers_.empty() ||
+        !pool->workWaitsLocked()) {
+      pool->threadRetryDelay_ = kThreadRetryFirst;
+    } else {
+      PendingTask none;
+      if (pool->addWorkerLocked(none, errors) || !pool->workers_.empty()) {
+        pool->threadRetryDelay_ = kThreadRetryFirst;
+      } else {
+        pool->threadRetryDelay_ = std::min<std::chrono::nanoseconds>(pool->threadRetryDelay_ * 2, kThreadRetryMost);
+        pool->armThreadRetryLocked();
+      }
+    }
+  }
+  pool->reportFactoryErrors(errors);  // outside the lock: the uncaught handler is user code
 }
 
 const char* PoolImpl::saturationReasonLocked(bool factoryFailed) const {

@@ -532,15 +532,24 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   /// ManualClock keep-alive: wakes the idle workers so that they read the
   /// clock again (a timer callback; `context` is the pool).
   static void onKeepAliveAlarm(void* context) noexcept;
-  /// Due work with no thread to run it, because the thread factory failed
-  /// when the work became due (and no worker exists): tries again to start
-  /// one, after kThreadRetryFirst, doubling up to kThreadRetryMost while
-  /// the factory keeps failing. Without it the work would wait for a later
-  /// submission that may never come, and the pool would never terminate.
-  /// A timer callback on the pool's clock (`context` is the pool).
+  /// Work with no thread to run it, because the thread factory failed when
+  /// the work arrived and no worker exists (core 0, or every thread timed
+  /// out): tries again to start one, after kThreadRetryFirst, doubling up to
+  /// kThreadRetryMost while the factory keeps failing (PoolAdmission.cpp).
+  /// Without it the work would wait for a later submission that may never
+  /// come, and the pool would never terminate. A timer callback on the
+  /// pool's clock (`context` is the pool).
   static void onThreadRetry(void* context) noexcept;
   /// Requires: mutex_ held. Arms onThreadRetry once.
   void armThreadRetryLocked() noexcept;
+  /// Requires: mutex_ held. Work waits in the pool for a thread: shared
+  /// tasks (unless shutdownNow() stopped the pool), continuations or due
+  /// timer work.
+  [[nodiscard]] bool workWaitsLocked() const noexcept;
+  /// Requires: mutex_ held; no worker exists and work waits. Starts one; if
+  /// the factory fails, arms onThreadRetry. The factory's errors go to
+  /// `errors`, for reportFactoryErrors() once the lock is released.
+  void startThreadForWaitingWorkLocked(FactoryErrors& errors);
   static constexpr std::chrono::milliseconds kThreadRetryFirst{1};
   static constexpr std::chrono::milliseconds kThreadRetryMost{1000};
 

@@ -50,14 +50,11 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
   // and then reads poolSizeMirror_, so one of the two starts a thread.
   poolSizeMirror_.store(workers_.size(), std::memory_order_seq_cst);
   if (blockedProducers_ > 0) roomAvailable_.notify_all();  // room for a new thread
-  if (workers_.empty() &&
-      ((sharedQueuedLocked() > 0 && state_ != PoolState::stop) || !continuations_.empty() ||
-       dueCount_.load(std::memory_order_seq_cst) > 0)) {
+  if (workers_.empty() && workWaitsLocked()) {
     // Never leave queued work without a thread (the pool was resized or all
     // threads timed out while a task arrived).
     FactoryErrors errors;
-    PendingTask none;
-    addWorkerLocked(none, errors);
+    startThreadForWaitingWorkLocked(errors);
     if (!errors.empty()) {
       lock.unlock();
       reportFactoryErrors(errors);
@@ -111,9 +108,8 @@ void ThreadPoolExecutor::shutdown() {
   lock.lock();
   p.timerPins_.fetch_sub(1, std::memory_order_seq_cst);
   detail::PoolImpl::FactoryErrors errors;
-  if (p.workers_.empty() && (p.sharedQueuedLocked() > 0 || p.dueCount_.load(std::memory_order_seq_cst) > 0) && p.state_ == PoolState::shutdown) {
-    PendingTask none;  // queued work whose thread failed to start: try again to drain it
-    p.addWorkerLocked(none, errors);
+  if (p.workers_.empty() && p.workWaitsLocked() && p.state_ == PoolState::shutdown) {
+    p.startThreadForWaitingWorkLocked(errors);  // queued work whose thread failed to start: try again to drain it
   }
   p.wakeAllLocked();
   p.roomAvailable_.notify_all();

@@ -341,41 +341,9 @@ void PoolImpl::pushDueLocked(TaskCore* task, FactoryErrors& errors) {
   }
   if (searching_.load(std::memory_order_seq_cst) > 0) return;  // a searching worker takes it
   if (wakeOneLocked() || !workers_.empty()) return;            // else a busy worker takes it next
-  PendingTask none;
-  // Core 0, or every thread timed out: one must run it. If the factory
-  // fails, nothing else may ever start one: try again soon.
-  if (!addWorkerLocked(none, errors) && workers_.empty()) armThreadRetryLocked();
-}
-
-void PoolImpl::armThreadRetryLocked() noexcept {
-  if (threadRetryArmed_ || state_ == PoolState::terminated) return;
-  try {
-    (void)timers_.schedule(detail::deadlineOn(clock_.now(), threadRetryDelay_), &PoolImpl::onThreadRetry, this);
-    threadRetryArmed_ = true;
-  } catch (...) {  // std::bad_alloc, std::system_error: the next due timer or submission tries again
-  }
-}
-
-void PoolImpl::onThreadRetry(void* context) noexcept {
-  auto* pool = static_cast<PoolImpl*>(context);
-  FactoryErrors errors;
-  {
-    std::lock_guard lock(pool->mutex_);
-    pool->threadRetryArmed_ = false;
-    if (pool->state_ == PoolState::terminated || pool->dueCount_.load(std::memory_order_seq_cst) == 0 ||
-        !pool->workers_.empty()) {
-      pool->threadRetryDelay_ = kThreadRetryFirst;
-    } else {
-      PendingTask none;
-      if (pool->addWorkerLocked(none, errors) || !pool->workers_.empty()) {
-        pool->threadRetryDelay_ = kThreadRetryFirst;
-      } else {
-        pool->threadRetryDelay_ = std::min<std::chrono::nanoseconds>(pool->threadRetryDelay_ * 2, kThreadRetryMost);
-        pool->armThreadRetryLocked();
-      }
-    }
-  }
-  pool->reportFactoryErrors(errors);  // outside the lock: the uncaught handler is user code
+  // Core 0, or every thread timed out: one must run it (and if the factory
+  // fails, nothing else may ever start one: it is tried again soon).
+  startThreadForWaitingWorkLocked(errors);
 }
 
 // The timer callbacks need no pin to reach the pool: they run on its timer

@@ -12,7 +12,8 @@
 //   --seed N         run the program of seed N once, printing it (a replay)
 //   --first-seed N   the first seed (default: from the clock, printed)
 //   --faults         the fault sweep instead (model/FaultSweep.h): each fault
-//                    site, the N-th call throwing for N = 1, 2, ...
+//                    site, the N-th call throwing for N = 1, 2, ...; with
+//                    --seed N, the sweep of seed N's program alone (a replay)
 //   --verbose        print every program
 //
 // Exit 0 when every program passed; 1 and the failing program's seed, its
@@ -92,6 +93,7 @@ Settings parse(int argc, char** argv) {
       usage(fmt::format("unknown argument '{}'", arg));
     }
   }
+  if (s.faults && s.replay && s.seed == 0) usage("the fault sweep's seeds start at 1: --faults --seed 0 names none");
   return s;
 }
 
@@ -155,7 +157,7 @@ int runStress(const Settings& s) {
 int main(int argc, char** argv) {
   const Settings s = parse(argc, argv);
   try {
-    if (s.faults) return coexec::stress::runFaultSweep(s.seconds, s.verbose);
+    if (s.faults) return coexec::stress::runFaultSweep(s.seconds, s.verbose, s.replay ? s.seed : 0);
     return runStress(s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "stress_ModelStress: %s\n", e.what());

@@ -45,16 +45,16 @@ std::vector<std::uint64_t> sweepOf(std::uint64_t calls) {
 
 }  // namespace
 
-int runFaultSweep(double seconds, bool verbose) {
+int runFaultSweep(double seconds, bool verbose, std::uint64_t onlySeed) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   std::array<SiteTally, std::size(kFaultSites)> tallies{};
   ProgramShape shape;
   shape.midwayShutdown = false;
   shape.maxOpsPerThread = 24;
-  std::uint64_t seed = 1;
+  std::uint64_t seed = onlySeed != 0 ? onlySeed : 1;
   bool fullPass = false;
-  while (!fullPass || std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
+  while (!fullPass || (onlySeed == 0 && std::chrono::duration<double>(Clock::now() - start).count() < seconds)) {
     for (std::size_t s = 0; s < std::size(kFaultSites); ++s) {
       const FaultSite site = kFaultSites[s];
       if (site == FaultSite::frameAllocator && !detail::FaultInjection::available()) continue;
@@ -64,6 +64,7 @@ int runFaultSweep(double seconds, bool verbose) {
       if (!dry.ok()) {
         fmt::print("FAILED without a fault: {}", describe(program));
         for (const auto& v : dry.violations) fmt::print("  violation: {}\n", v);
+        fmt::print("replay: stress_ModelStress --faults --seed {}\n", seed);
         return 1;
       }
       for (const std::uint64_t n : sweepOf(dry.siteCalls)) {
@@ -77,6 +78,7 @@ int runFaultSweep(double seconds, bool verbose) {
           fmt::print("FAILED: {}", describe(program));
           for (const auto& v : report.violations) fmt::print("  violation: {}\n", v);
           fmt::print("  final stats: {}\n", report.finalStats);
+          fmt::print("replay: stress_ModelStress --faults --seed {}\n", seed);
           std::fflush(stdout);
           return 1;
         }
@@ -87,7 +89,8 @@ int runFaultSweep(double seconds, bool verbose) {
     fullPass = true;
   }
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  fmt::print("fault sweep: {} programs (seeds 1..{}) in {:.1f} s\n", seed - 1, seed - 1, elapsed);
+  const std::uint64_t firstSeed = onlySeed != 0 ? onlySeed : 1;
+  fmt::print("fault sweep: {} programs (seeds {}..{}) in {:.1f} s\n", seed - firstSeed, firstSeed, seed - 1, elapsed);
   fmt::print("| {:<16} | {:>8} | {:>8} | {:>8} | {}\n", "site", "runs", "injected", "survived", "reported at");
   std::uint64_t runs = 0, injected = 0, survived = 0;
   for (std::size_t s = 0; s < std::size(kFaultSites); ++s) {

@@ -8,11 +8,15 @@
 // the fault was reported where the fault table of docs/reliability.md says,
 // and the pool ran new tasks after it.
 
+#include <cstdint>
+
 namespace coexec::stress {
 
 /// Sweeps for about `seconds` (at least one pass over every site); prints a
 /// table of faults injected and survived per site. 0 if every run passed, 1
-/// (after printing the failing program and its violations) otherwise.
-int runFaultSweep(double seconds, bool verbose);
+/// (after printing the failing program, its violations and the command that
+/// replays it) otherwise. With `onlySeed` non-zero, sweeps that seed's program
+/// alone, once, whatever `seconds` says (the replay of a failure).
+int runFaultSweep(double seconds, bool verbose, std::uint64_t onlySeed = 0);
 
 }  // namespace coexec::stress
