@@ -267,6 +267,58 @@ TEST_CASE("a cancelled task is never reported as unobserved", "[unobserved][canc
   CHECK(reports.size() == 0);
 }
 
+TEST_CASE("a task whose beforeExecute hook throws after a cancel reached it fails with the hook's error, reported "
+          "when unread",
+          "[unobserved][cancel][hooks][reliability]") {
+  // Caught by the fault sweep (beforeExecute): a detached child cancelled
+  // with its parent just as it started, whose hook then threw. Its Future
+  // held the hook's error, but the unread report was skipped as if the
+  // cancellation had superseded it, and the failure was lost.
+  Reports reports;
+  Gate gate;
+  Counter started;
+  std::atomic<Future<int>*> victim{nullptr};
+  ThreadPoolOptions options = reportingPool(reports, "hookcancel");
+  options.hooks.beforeExecute = [&victim](const TaskInfo& info) {
+    if (info.priority != 7) return;
+    // (No Catch2 assertion here: it is not thread-safe. A wrong turn throws
+    // another error, which the checks below see.)
+    Future<int>* future = victim.load();
+    if (future == nullptr || !future->cancel()) throw std::logic_error("the cancel did not reach the started task");
+    throw TaskError(3);  // running (started): the cancel only marked it; the hook fails it
+  };
+  const bool read = GENERATE(false, true);
+  INFO((read ? "the Future is read" : "the Future is dropped unread"));
+  ThreadPoolExecutor pool(std::move(options));
+  OpenOnExit release(gate);
+  auto blocker = pool.submit([&] {
+    started.arrive();
+    gate.wait();
+    return 0;
+  });
+  REQUIRE(started.waitFor(1));
+  std::optional<Future<int>> future;
+  future.emplace(pool.submit([]() -> int { return 1; }, 7));  // queued behind the blocker
+  victim = &*future;
+  gate.open();
+  REQUIRE(future->waitFor(kLong));
+  if (read) {
+    CHECK_THROWS_AS(future->get(), TaskError);  // the hook's error, not OperationCancelled
+  }
+  future.reset();
+  (void)blocker.get();
+  pool.close();
+  const std::vector<Report> items = reports.items();
+  if (read) {
+    CHECK(items.empty());
+  } else {
+    REQUIRE(items.size() == 1);
+    CHECK(items[0].id == 3);
+    CHECK(items[0].unobserved);
+  }
+  CHECK(pool.stats().failedCount == 1);
+}
+
 TEST_CASE("reportUnobservedFailures = false reports nothing for unread failures, and execute() still reports",
           "[unobserved][options]") {
   Reports reports;

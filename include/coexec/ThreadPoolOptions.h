@@ -37,7 +37,9 @@ struct TaskInfo {
 /// - `beforeExecute(info)`: on the pool thread, before the task. If it throws,
 ///   the task does not run, its Future reports that exception (an `execute`
 ///   task's goes to the uncaught handler), afterExecute is not called and the
-///   task counts as failed. The worker survives.
+///   task counts as failed. The worker survives. The hook's error stands even
+///   if a cancel reached the task as it started: its Future reports it, and
+///   reports it unread (reportUnobservedFailures).
 /// - `afterExecute(info, error)`: on the pool thread, after the task; `error`
 ///   is what the task threw, null on success. If it throws, the exception is
 ///   printed and dropped; the worker survives.
@@ -145,7 +147,8 @@ struct ThreadPoolOptions {
   /// last holder of its result lets go of it: the Future's destructor if it
   /// outlives the task's run, else the pool thread that ran the task (the
   /// Future was dropped first). A TaskGroup's unjoined first failure is
-  /// reported the same way. A cancelled task, a rejected or dropped one
+  /// reported the same way. A cancelled task (one whose Future reports
+  /// OperationCancelled), a rejected or dropped one
   /// (RejectedExecution, BrokenPromise: the policy chose that) and a result
   /// that was read are never reported. Default true; false turns these
   /// reports off (other uncaught exceptions are still reported).

@@ -130,10 +130,14 @@ TaskCore::~TaskCore() {
   // The last reference is gone: a failure armed for reporting that nobody
   // consumed, and that no cancellation superseded, is reported now (relaxed:
   // the releases of the other references happened before, see
-  // RefCounted::release()).
+  // RefCounted::release()). Superseded means the Future reports the
+  // cancellation (finish() replaced the error): not merely that a cancel
+  // arrived. A beforeExecute hook that throws after a cancel reached the
+  // started task fails it with the hook's error (failRunning()), which its
+  // Future reports, and so must be reported when nobody reads it.
   if (const std::uint32_t s = state_.load(std::memory_order_relaxed); (s & kUnobservedArmed) != 0) {
     const std::unique_ptr<UnobservedFailureReport> report = takeArmedReport(this);
-    if ((s & (kConsumed | kCancelled)) == 0 && error_ && report) report->report(error_);
+    if ((s & kConsumed) == 0 && error_ && report && !isOperationCancelled(error_)) report->report(error_);
   }
   // A task that settled has released its links; one destroyed unsettled
   // (never admitted) may still hold its token link, whose callback cannot

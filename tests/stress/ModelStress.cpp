@@ -5,7 +5,7 @@
 // run for as long as the plain one.
 //
 //   stress_ModelStress [--seconds S] [--programs N] [--seed N] [--first-seed N]
-//                      [--faults] [--verbose]
+//                      [--faults [--site NAME] [--call N]] [--verbose]
 //
 //   --seconds S      run new programs until S seconds have passed (default 20)
 //   --programs N     stop after N programs (default: no limit)
@@ -13,7 +13,9 @@
 //   --first-seed N   the first seed (default: from the clock, printed)
 //   --faults         the fault sweep instead (model/FaultSweep.h): each fault
 //                    site, the N-th call throwing for N = 1, 2, ...; with
-//                    --seed N, the sweep of seed N's program alone (a replay)
+//                    --seed N, the sweep of seed N's program alone (a replay),
+//                    narrowed by --site NAME (one fault site) and --call N
+//                    (its N-th call only)
 //   --verbose        print every program
 //
 // Exit 0 when every program passed; 1 and the failing program's seed, its
@@ -46,14 +48,16 @@ struct Settings {
   bool firstSeedGiven = false;
   std::uint64_t firstSeed = 0;
   bool faults = false;
+  const char* site = nullptr;
+  std::uint64_t call = 0;
   bool verbose = false;
 };
 
 [[noreturn]] void usage(const std::string& error) {
   std::fprintf(stderr,
                "stress_ModelStress: %s\n"
-               "usage: stress_ModelStress [--seconds S] [--programs N] [--seed N] [--first-seed N] [--faults] "
-               "[--verbose]\n",
+               "usage: stress_ModelStress [--seconds S] [--programs N] [--seed N] [--first-seed N] [--faults "
+               "[--site NAME] [--call N]] [--verbose]\n",
                error.c_str());
   std::exit(2);
 }
@@ -87,6 +91,12 @@ Settings parse(int argc, char** argv) {
       s.firstSeed = number(i, argc, argv);
     } else if (arg == "--faults") {
       s.faults = true;
+    } else if (arg == "--site") {
+      if (i + 1 >= argc) usage("--site needs a fault site's name");
+      s.site = argv[++i];
+    } else if (arg == "--call") {
+      s.call = number(i, argc, argv);
+      if (s.call == 0) usage("--call counts from 1");
     } else if (arg == "--verbose") {
       s.verbose = true;
     } else {
@@ -94,6 +104,7 @@ Settings parse(int argc, char** argv) {
     }
   }
   if (s.faults && s.replay && s.seed == 0) usage("the fault sweep's seeds start at 1: --faults --seed 0 names none");
+  if ((s.site != nullptr || s.call != 0) && !(s.faults && s.replay)) usage("--site and --call replay a fault run: they need --faults --seed N");
   return s;
 }
 
@@ -157,7 +168,9 @@ int runStress(const Settings& s) {
 int main(int argc, char** argv) {
   const Settings s = parse(argc, argv);
   try {
-    if (s.faults) return coexec::stress::runFaultSweep(s.seconds, s.verbose, s.replay ? s.seed : 0);
+    if (s.faults) {
+      return coexec::stress::runFaultSweep(s.seconds, s.verbose, {s.replay ? s.seed : 0, s.site, s.call});
+    }
     return runStress(s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "stress_ModelStress: %s\n", e.what());

@@ -1,9 +1,13 @@
 #include "model/FaultSweep.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
+#include <stdexcept>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -45,7 +49,15 @@ std::vector<std::uint64_t> sweepOf(std::uint64_t calls) {
 
 }  // namespace
 
-int runFaultSweep(double seconds, bool verbose, std::uint64_t onlySeed) {
+int runFaultSweep(double seconds, bool verbose, const SweepFilter& filter) {
+  const std::uint64_t onlySeed = filter.seed;
+  if (filter.site != nullptr &&
+      std::none_of(std::begin(kFaultSites), std::end(kFaultSites),
+                   [&](FaultSite site) { return std::string_view(toString(site)) == filter.site; })) {
+    throw std::invalid_argument(fmt::format("--site {}: no such fault site (threadFactory, beforeExecute, afterExecute, "
+                                            "uncaughtHandler, rejectionHandler, frameAllocator)",
+                                            filter.site));
+  }
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   std::array<SiteTally, std::size(kFaultSites)> tallies{};
@@ -58,6 +70,7 @@ int runFaultSweep(double seconds, bool verbose, std::uint64_t onlySeed) {
     for (std::size_t s = 0; s < std::size(kFaultSites); ++s) {
       const FaultSite site = kFaultSites[s];
       if (site == FaultSite::frameAllocator && !detail::FaultInjection::available()) continue;
+      if (filter.site != nullptr && std::string_view(toString(site)) != filter.site) continue;
       Program program = generate(seed, shape);
       program.faults = FaultPlan{site, 0, false};
       const RunReport dry = runProgram(program);
@@ -68,6 +81,7 @@ int runFaultSweep(double seconds, bool verbose, std::uint64_t onlySeed) {
         return 1;
       }
       for (const std::uint64_t n : sweepOf(dry.siteCalls)) {
+        if (filter.nth != 0 && n != filter.nth) continue;
         program.faults = FaultPlan{site, static_cast<std::uint32_t>(n), site != FaultSite::frameAllocator && n % 2 == 0};
         if (verbose) fmt::print("{}", describe(program));
         const RunReport report = runProgram(program);
@@ -78,7 +92,9 @@ int runFaultSweep(double seconds, bool verbose, std::uint64_t onlySeed) {
           fmt::print("FAILED: {}", describe(program));
           for (const auto& v : report.violations) fmt::print("  violation: {}\n", v);
           fmt::print("  final stats: {}\n", report.finalStats);
-          fmt::print("replay: stress_ModelStress --faults --seed {}\n", seed);
+          fmt::print("replay: stress_ModelStress --faults --seed {} --site {} --call {} (the count of calls varies "
+                     "with timing: --seed {} alone replays every N)\n",
+                     seed, toString(site), n, seed);
           std::fflush(stdout);
           return 1;
         }

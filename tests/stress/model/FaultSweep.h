@@ -12,11 +12,20 @@
 
 namespace coexec::stress {
 
+/// Which part of the sweep to run: all of it (the defaults), or, to replay a
+/// failure, one seed's program, one site of it, one N.
+struct SweepFilter {
+  std::uint64_t seed = 0;          ///< 0: every seed from 1 on, for about `seconds`
+  const char* site = nullptr;      ///< null: every site; else its name (toString(FaultSite))
+  std::uint64_t nth = 0;           ///< 0: every N of the sweep; else that call only
+};
+
 /// Sweeps for about `seconds` (at least one pass over every site); prints a
 /// table of faults injected and survived per site. 0 if every run passed, 1
 /// (after printing the failing program, its violations and the command that
-/// replays it) otherwise. With `onlySeed` non-zero, sweeps that seed's program
-/// alone, once, whatever `seconds` says (the replay of a failure).
-int runFaultSweep(double seconds, bool verbose, std::uint64_t onlySeed = 0);
+/// replays it) otherwise. With `filter.seed` set, sweeps that seed's program
+/// alone, once, whatever `seconds` says; throws std::invalid_argument for a
+/// site name that names none.
+int runFaultSweep(double seconds, bool verbose, const SweepFilter& filter = {});
 
 }  // namespace coexec::stress
