@@ -457,3 +457,108 @@ TEST_CASE("an execute()d lane task refused by a shut-down pool goes to the uncau
   CHECK_FALSE(ran.load());
   CHECK(pool.stats().rejectedCount == 1);
 }
+
+// ---- a failure behind a cancelled Future is not lost -------------------------
+
+struct HookError : std::runtime_error {
+  HookError() : std::runtime_error("the beforeExecute hook failed") {}
+};
+
+TEST_CASE("a lane task whose beforeExecute hook throws after its Future was cancelled is reported as unobserved",
+          "[lane][unobserved][hooks][reliability]") {
+  // Caught by the fault sweep (beforeExecute, a KeyedExecutor task): the
+  // lane's Future reported OperationCancelled, as documented, and the hook's
+  // error, which the cancel did not supersede, was dropped with the result
+  // nobody wanted: reported nowhere.
+  std::atomic<Future<int>*> victim{nullptr};
+  std::atomic<int> reports{0};
+  std::atomic<int> otherReports{0};
+  Gate gate;
+  Counter started;
+  ThreadPoolOptions options = poolOf(1);
+  options.hooks.beforeExecute = [&victim](const coexec::TaskInfo&) {
+    Future<int>* future = victim.exchange(nullptr);
+    if (future == nullptr) return;  // the blocker
+    // The lane's task is running (started): the cancel settles the lane's
+    // Future and only marks the task. (No Catch2 assertion on this thread.)
+    if (!future->cancel()) throw std::logic_error("the cancel did not settle the lane's Future");
+    throw HookError();
+  };
+  options.uncaughtExceptionHandler = [&](const std::exception_ptr& error, const coexec::TaskInfo& info) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const HookError&) {
+      if (info.unobserved) ++reports;
+      else ++otherReports;
+    } catch (...) {
+      ++otherReports;
+    }
+  };
+  ThreadPoolExecutor pool(std::move(options));
+  OpenOnExit release(gate);
+  {
+    SerialExecutor lane(pool);
+    auto blocker = pool.submit([&] {
+      started.arrive();
+      gate.wait();
+      return 0;
+    });
+    REQUIRE(started.waitFor(1));
+    Future<int> future = lane.submit([] { return 1; });  // handed to the pool, queued behind the blocker
+    victim = &future;
+    gate.open();
+    REQUIRE(future.waitFor(kLong));
+    CHECK_THROWS_AS(future.get(), OperationCancelled);
+    (void)blocker.get();
+  }  // the lane has settled every task
+  pool.close();
+  CHECK(reports.load() == 1);
+  CHECK(otherReports.load() == 0);
+  CHECK(pool.stats().failedCount == 1);
+}
+
+TEST_CASE("lane tasks cancelled while their beforeExecute hook fails: each failure is read or reported, exactly once",
+          "[lane][unobserved][hooks][stress][reliability]") {
+  // The cancel races the start, the hook and the hand-over of the result to
+  // the lane's Future; whichever wins, the hook's error is read through the
+  // Future or reported unobserved, never both and never neither (the
+  // hand-over and the cancel were not atomic: the Future could report the
+  // cancellation after the task's result had been taken).
+  const std::size_t rounds = stressSize(20000, 8);
+  std::size_t read = 0, unread = 0, failures = 0;
+  std::atomic<int> reports{0};
+  std::atomic<int> hookFailures{0};
+  ThreadPoolOptions options = poolOf(1);
+  options.hooks.beforeExecute = [&hookFailures](const coexec::TaskInfo&) {
+    ++hookFailures;
+    throw HookError();
+  };
+  options.uncaughtExceptionHandler = [&reports](const std::exception_ptr&, const coexec::TaskInfo&) { ++reports; };
+  ThreadPoolExecutor pool(std::move(options));
+  for (std::size_t i = 0; i < rounds; ++i) {
+    const int reportsBefore = reports.load();
+    const int hookBefore = hookFailures.load();
+    bool wasRead = false;
+    {
+      SerialExecutor lane(pool);
+      Future<int> future = lane.submit([] { return 1; });
+      if (i % 3 != 0) std::this_thread::yield();
+      (void)future.cancel();
+      try {
+        (void)future.get();
+      } catch (const HookError&) {
+        wasRead = true;
+      } catch (const OperationCancelled&) {
+      }
+    }  // the lane and its task have settled; the Future is gone
+    REQUIRE(eventually([&] { return reports.load() - reportsBefore == (hookFailures.load() - hookBefore) - (wasRead ? 1 : 0); }));
+    const bool hookFailed = hookFailures.load() != hookBefore;
+    failures += hookFailed ? 1 : 0;
+    read += wasRead ? 1 : 0;
+    unread += hookFailed && !wasRead ? 1 : 0;
+    CHECK((hookFailures.load() - hookBefore) <= 1);
+  }
+  INFO("hook failures " << failures << ", read through the Future " << read << ", reported unread " << unread);
+  CHECK(reports.load() == static_cast<int>(failures - read));
+  pool.close();
+}

@@ -45,7 +45,10 @@ class LaneHopAwaiter;
 /// Cancellation: a task's Future's cancel() settles the Future at once with
 /// OperationCancelled. A task still waiting in the lane never runs; a running
 /// one has its token cancelled (cooperative), and the lane waits for it to
-/// return. Work submitted to the lane from inside a running task is that
+/// return. What such a task ends with is unread: a failure of its own that
+/// the cancel did not supersede (its beforeExecute hook threw, or it failed
+/// just before the cancel) goes to the pool's uncaught-exception handler as
+/// an unobserved failure (ThreadPoolOptions::reportUnobservedFailures). Work submitted to the lane from inside a running task is that
 /// task's child, as with the pool's submit() (docs/cancellation.md).
 ///
 /// Lifetime: the destructor blocks until every task already submitted has

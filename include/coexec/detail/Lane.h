@@ -85,24 +85,25 @@ class LaneResult final : public ResultCore<R> {
  public:
   LaneResult() : ResultCore<R>(/*hasFuture=*/true, /*wantsToken=*/false, /*priority=*/0) {}
 
-  /// Settles with the result of `source` (settled); if this was cancelled
-  /// meanwhile, the result is dropped. Never throws.
+  /// Settles with the result of `source` (settled), atomically with respect
+  /// to a cancel: either the caller's cancel came first (this settled with
+  /// OperationCancelled) and `source`'s result is left unread, or the result
+  /// is taken and delivered (a cancel then finds this done). Left unread, a
+  /// failure of the task's own that no cancellation superseded (a
+  /// beforeExecute hook that threw after the cancel reached the started
+  /// task, or a failure just before the cancel) is reported as unobserved
+  /// when the task goes, as for the pool's submit(); a cancellation, a
+  /// refusal or a value is not. Never throws.
   void forwardFrom(ResultCore<R>& source) noexcept {
-    if (!this->tryStart()) {
+    (void)this->settleFromQueued([this, &source]() noexcept -> std::exception_ptr {
       try {
-        (void)source.takeResult();
-      } catch (...) {  // the caller cancelled: what the task ended with is not wanted
+        auto take = [&source]() -> R { return source.takeResult(); };
+        this->slot_.emplaceFrom(take);
+        return nullptr;
+      } catch (...) {
+        return std::current_exception();
       }
-      return;
-    }
-    std::exception_ptr error;
-    try {
-      auto take = [&source]() -> R { return source.takeResult(); };
-      this->slot_.emplaceFrom(take);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    (void)this->finish(std::move(error));
+    });
   }
 
  private:

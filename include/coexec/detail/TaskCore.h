@@ -252,6 +252,20 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   virtual void invoke() = 0;
   /// Drops a stored value (the task was cancelled while running).
   virtual void discardValue() noexcept = 0;
+  /// For a task that never runs and settles with another task's result (a
+  /// lane's LaneResult): queued -> done, with `fill()` storing the value and
+  /// returning the error (null for a value) while the task is claimed, so
+  /// that no cancel comes between: a concurrent cancel() waits and finds it
+  /// done. False, without calling `fill`, if it has settled already
+  /// (cancelled). `fill` must not throw.
+  template <class Fill>
+  bool settleFromQueued(Fill&& fill) noexcept {
+    if (!claimQueued(0)) return false;
+    error_ = fill();
+    publish(state_.fetch_or(kDone, std::memory_order_acq_rel));
+    releaseLinks(false);
+    return true;
+  }
   /// The task's token; a token that is never cancelled if it has none.
   [[nodiscard]] CancellationToken token() const noexcept;
   /// Gives a running task a token if it has none yet, for a coroutine that
