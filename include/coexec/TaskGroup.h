@@ -131,22 +131,24 @@ class ForwardedResult final : public ResultCore<R> {
  public:
   ForwardedResult() : ResultCore<R>(/*hasFuture=*/true, /*wantsToken=*/false, /*priority=*/0) {}
 
-  /// Settles with `result`; does nothing if it was cancelled meanwhile (the
-  /// result is dropped). On the thread that settled the child. Never throws.
+  /// Settles with `result`, atomically with respect to a cancel (as a lane's
+  /// LaneResult does): either the caller's cancel came first (this settled
+  /// with OperationCancelled; the group still has the child's result) or
+  /// `result` is delivered and a cancel then finds this done. On the thread
+  /// that settled the child. Never throws.
   void forward(ChildResult<R>&& result) noexcept {
-    if (!this->tryStart()) return;
-    std::exception_ptr error = std::move(result.error);
-    if (!error) {
+    (void)this->settleFromQueued([this, &result]() noexcept -> std::exception_ptr {
+      if (result.error) return std::move(result.error);
       try {
         if constexpr (!std::is_void_v<R>) {
           auto take = [&result]() -> R { return std::move(*result.value); };
           this->slot_.emplaceFrom(take);
         }
       } catch (...) {
-        error = std::current_exception();
+        return std::current_exception();
       }
-    }
-    (void)this->finish(std::move(error));
+      return nullptr;
+    });
   }
 
  private:
