@@ -137,7 +137,7 @@ class ForwardedResult final : public ResultCore<R> {
   /// `result` is delivered and a cancel then finds this done. On the thread
   /// that settled the child. Never throws.
   void forward(ChildResult<R>&& result) noexcept {
-    (void)this->settleFromQueued([this, &result]() noexcept -> std::exception_ptr {
+    (void)this->settleFromQueued([&]() noexcept -> std::exception_ptr {
       if (result.error) return std::move(result.error);
       try {
         if constexpr (!std::is_void_v<R>) {
