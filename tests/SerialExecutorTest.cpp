@@ -528,7 +528,12 @@ TEST_CASE("lane tasks cancelled while their beforeExecute hook fails: each failu
   std::size_t read = 0, unread = 0, failures = 0;
   std::atomic<int> reports{0};
   std::atomic<int> hookFailures{0};
-  ThreadPoolOptions options = poolOf(1);
+  // Unbounded: a round does not wait for the pool's worker (a cancel settles
+  // a queued task at once), and a cancelled task keeps its place in the
+  // queue until the worker skips it (as ThreadPoolExecutor.h documents). A
+  // worker descheduled on a loaded machine let 1,024 cancelled tasks fill a
+  // bounded queue and refuse the next round's submission.
+  ThreadPoolOptions options = poolOf(1, WorkQueue::unbounded());
   options.hooks.beforeExecute = [&hookFailures](const coexec::TaskInfo&) {
     ++hookFailures;
     throw HookError();
