@@ -5,7 +5,7 @@
 // (FIFO for bounded and unbounded, highest priority first and FIFO among
 // equals for priority). How the queue sits in the routing (core -> queue ->
 // extra thread -> reject, synchronous hand-off growing the pool to max) is in
-// ThreadPoolExecutorTest.cpp.
+// ThreadPoolExecutorRoutingTest.cpp.
 
 #include <atomic>
 #include <cstddef>
