@@ -38,28 +38,7 @@ struct LaneAccess;
 template <class Range, bool Any>
 class InvokeAwaitable;
 
-/// The body of a periodic schedule: the user's callable, run once per period.
-class PeriodicBody {
- public:
-  virtual ~PeriodicBody() = default;
-  virtual void run(const CancellationToken& token) = 0;
-};
-
-template <class F>
-class PeriodicBodyOf final : public PeriodicBody {
- public:
-  explicit PeriodicBodyOf(F&& fn) : fn_(std::move(fn)) {}
-  void run(const CancellationToken& token) override {
-    if constexpr (kTakesToken<F>) {
-      (void)std::invoke(fn_, token);
-    } else {
-      (void)std::invoke(fn_);
-    }
-  }
-
- private:
-  F fn_;
-};
+class PeriodicBody;
 }  // namespace detail
 
 /// A thread pool with the admission semantics of Java's ThreadPoolExecutor.
@@ -169,9 +148,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// cancelled already, `f` never runs and the task counts as cancelled
   /// (docs/cancellation.md). Linking allocates nothing.
   template <class F>
-  void execute(F&& f, int priority = 0) {
-    admit(makeTask<false>(std::forward<F>(f), priority, "execute"));
-  }
+  void execute(F&& f, int priority = 0);
 
   /// execute(), with the task's cancellation also linked to `token`:
   /// cancelling `token` cancels the task as Future::cancel() does (queued: it
@@ -186,9 +163,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// \throws what execute() throws; std::bad_alloc if the link cannot be
   /// made.
   template <class F>
-  void execute(F&& f, const CancellationToken& token, int priority = 0) {
-    admit(makeTask<false>(std::forward<F>(f), priority, "execute"), &token);
-  }
+  void execute(F&& f, const CancellationToken& token, int priority = 0);
 
   /// execute(f, options.priority) with the task named `options.name` (see
   /// TaskOptions): the name shows in dumpThreads() while the task runs and
@@ -197,11 +172,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// \throws what execute() throws; std::bad_alloc if a new name cannot be
   /// stored.
   template <class F>
-  void execute(F&& f, const TaskOptions& options) {
-    PendingTask task = makeTask<false>(std::forward<F>(f), options.priority, "execute");
-    nameTask(task, options.name);
-    admit(std::move(task));
-  }
+  void execute(F&& f, const TaskOptions& options);
 
   /// Runs `f()` (or `f(token)`: a callable taking a CancellationToken sees
   /// cancel() and shutdownNow()) on the pool and returns its Future. `f` may be
@@ -230,13 +201,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// this one (its Future then reports OperationCancelled); cancelling this
   /// one never cancels the running task.
   template <class F>
-  [[nodiscard]] auto submit(F&& f, int priority = 0) {
-    using R = detail::SubmitResult<std::decay_t<F>>;
-    PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
-    Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
-    admit(std::move(task));
-    return future;
-  }
+  [[nodiscard]] auto submit(F&& f, int priority = 0);
 
   /// submit(), with the task's cancellation also linked to `token`:
   /// cancelling `token` cancels the task as its Future's cancel() does
@@ -253,13 +218,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// \throws what submit() throws; std::bad_alloc if the link cannot be
   /// made.
   template <class F>
-  [[nodiscard]] auto submit(F&& f, const CancellationToken& token, int priority = 0) {
-    using R = detail::SubmitResult<std::decay_t<F>>;
-    PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
-    Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
-    admit(std::move(task), &token);
-    return future;
-  }
+  [[nodiscard]] auto submit(F&& f, const CancellationToken& token, int priority = 0);
 
   /// submit(f, options.priority) with the task named `options.name` (see
   /// TaskOptions): `auto f = pool.submit(work, {.name = "resize"});`. The
@@ -269,14 +228,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// \throws what submit() throws; std::bad_alloc if a new name cannot be
   /// stored.
   template <class F>
-  [[nodiscard]] auto submit(F&& f, const TaskOptions& options) {
-    using R = detail::SubmitResult<std::decay_t<F>>;
-    PendingTask task = makeTask<true>(std::forward<F>(f), options.priority, "submit");
-    nameTask(task, options.name);
-    Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
-    admit(std::move(task));
-    return future;
-  }
+  [[nodiscard]] auto submit(F&& f, const TaskOptions& options);
 
   /// Runs `f` on the pool once `delay` has passed on the pool's clock
   /// (ThreadPoolOptions::clock) and returns its ScheduledFuture. `f` is
@@ -302,14 +254,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// std::bad_alloc; std::system_error if the pool's timer thread cannot
   /// start.
   template <class F, class Rep, class Period>
-  [[nodiscard]] auto schedule(F&& f, std::chrono::duration<Rep, Period> delay) {
-    using R = detail::SubmitResult<std::decay_t<F>>;
-    PendingTask task = makeTask<true>(std::forward<F>(f), 0, "schedule");
-    Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
-    const Clock::time_point now = clock().now();
-    const Clock::time_point deadline = scheduleTask(task, detail::deadlineOn(now, delay), now);
-    return ScheduledFuture<R>(std::move(future), deadline, clock());
-  }
+  [[nodiscard]] auto schedule(F&& f, std::chrono::duration<Rep, Period> delay);
 
   /// Runs `f()` (or `f(token)`) on the pool periodically: first when
   /// `initialDelay` has passed on the pool's clock, then at initialDelay + k *
@@ -349,12 +294,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// std::system_error if the pool's timer thread cannot start.
   template <class F, class Rep1, class Period1, class Rep2, class Period2>
   PeriodicHandle scheduleAtFixedRate(F&& f, std::chrono::duration<Rep1, Period1> initialDelay,
-                                     std::chrono::duration<Rep2, Period2> period, PeriodicOptions options = {}) {
-    const Clock::duration every = positiveInterval(period, "scheduleAtFixedRate", "period");
-    const Clock::time_point now = clock().now();
-    return schedulePeriodic(makePeriodicBody(std::forward<F>(f), "scheduleAtFixedRate"),
-                            detail::deadlineOn(now, initialDelay), now, every, /*fixedRate=*/true, options);
-  }
+                                     std::chrono::duration<Rep2, Period2> period, PeriodicOptions options = {});
 
   /// Runs `f()` (or `f(token)`) on the pool periodically: first when
   /// `initialDelay` has passed on the pool's clock, then each time `delay`
@@ -363,12 +303,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// throws std::invalid_argument naming it).
   template <class F, class Rep1, class Period1, class Rep2, class Period2>
   PeriodicHandle scheduleWithFixedDelay(F&& f, std::chrono::duration<Rep1, Period1> initialDelay,
-                                        std::chrono::duration<Rep2, Period2> delay, PeriodicOptions options = {}) {
-    const Clock::duration gap = positiveInterval(delay, "scheduleWithFixedDelay", "delay");
-    const Clock::time_point now = clock().now();
-    return schedulePeriodic(makePeriodicBody(std::forward<F>(f), "scheduleWithFixedDelay"),
-                            detail::deadlineOn(now, initialDelay), now, gap, /*fixedRate=*/false, options);
-  }
+                                        std::chrono::duration<Rep2, Period2> delay, PeriodicOptions options = {});
 
   /// The clock the pool reads time from (ThreadPoolOptions::clock, or
   /// steadyClock()). Never blocks; never throws.
@@ -381,10 +316,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// \throws std::invalid_argument for an empty callable or an empty Task;
   /// std::logic_error for a Task that was already started.
   template <class F>
-  [[nodiscard]] bool tryExecute(F&& f, int priority = 0) {
-    PendingTask task = makeTask<false>(std::forward<F>(f), priority, "tryExecute");
-    return !linkToCaller(task, nullptr) || tryAdmit(task);
-  }
+  [[nodiscard]] bool tryExecute(F&& f, int priority = 0);
 
   /// `co_await pool.invokeAll(tasks)`: runs every task of `tasks` on this
   /// pool and returns their results in input order, as a `std::vector<R>`
@@ -562,25 +494,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   friend struct detail::LaneAccess;        // SerialExecutor and KeyedExecutor (detail/LaneAccess.h)
 
   template <bool HasFuture, class F>
-  static PendingTask makeTask(F&& f, int priority, const char* operation) {
-    using Fn = std::decay_t<F>;
-    if constexpr (detail::IsTask<Fn>::value) {
-      static_assert(!std::is_lvalue_reference_v<F>, "coexec: pass a Task by value: pool.submit(std::move(task))");
-      (void)detail::startableHandle(f, scopeOf(operation), operation);  // before the pool takes it
-      return adoptTask(new detail::CoroutineTask<typename Fn::value_type, Fn>(std::move(f), HasFuture, priority));
-    } else {
-      static_assert(std::is_invocable_v<Fn&> || std::is_invocable_v<Fn&, CancellationToken>,
-                    "coexec: the task must be callable as f() or f(CancellationToken), or be a Task<T>");
-      if (detail::isEmptyCallable(f)) throwEmptyCallable(operation);
-      using Result = detail::CallableResult<Fn>;
-      if constexpr (detail::IsTask<Result>::value) {
-        return adoptTask(
-            new detail::CoroutineTask<typename Result::value_type, Fn>(Fn(std::forward<F>(f)), HasFuture, priority));
-      } else {
-        return adoptTask(new detail::CallableTask<Result, Fn>(Fn(std::forward<F>(f)), HasFuture, priority));
-      }
-    }
-  }
+  static PendingTask makeTask(F&& f, int priority, const char* operation);
   static PendingTask adoptTask(detail::TaskCore* core) noexcept {
     return PendingTask(detail::Ref<detail::TaskCore>::adopt(core));
   }
@@ -597,22 +511,10 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   }
 
   template <class F>
-  static std::unique_ptr<detail::PeriodicBody> makePeriodicBody(F&& f, const char* operation) {
-    using Fn = std::decay_t<F>;
-    static_assert(std::is_invocable_v<Fn&> || std::is_invocable_v<Fn&, CancellationToken>,
-                  "coexec: a periodic task must be callable as f() or f(CancellationToken)");
-    static_assert(
-        !detail::IsTask<Fn>::value && !detail::IsTask<detail::CallableResult<Fn>>::value,
-        "coexec: a periodic task must be a plain callable, not a coroutine (from it, submit() the coroutine)");
-    if (detail::isEmptyCallable(f)) throwEmptyCallable(operation);
-    return std::make_unique<detail::PeriodicBodyOf<Fn>>(Fn(std::forward<F>(f)));
-  }
+  static std::unique_ptr<detail::PeriodicBody> makePeriodicBody(F&& f, const char* operation);
   template <class Rep, class Period>
   static Clock::duration positiveInterval(std::chrono::duration<Rep, Period> d, const char* operation,
-                                          const char* what) {
-    if (d <= d.zero()) throwNotPositive(operation, what, std::chrono::duration<double>(d).count());
-    return detail::saturatedDuration(d);
-  }
+                                          const char* what);
   [[noreturn]] static void throwNotPositive(const char* operation, const char* what, double seconds);
   /// Arms the timer of a task from schedule() (`now`: the clock's time the
   /// deadline was computed from); returns its deadline.
@@ -671,5 +573,6 @@ class COEXEC_EXPORT ThreadPoolExecutor {
 
 }  // namespace coexec
 
+#include "coexec/detail/ThreadPoolExecutorImpl.h"
 #include "coexec/detail/CombinatorAccess.h"
 #include "coexec/detail/InvokeAllImpl.h"

@@ -1,0 +1,165 @@
+#pragma once
+
+// The bodies of ThreadPoolExecutor's member templates (declared, with their
+// contracts, in ThreadPoolExecutor.h, which includes this file at its end):
+// the task a callable or a Task becomes, and the periodic body.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "coexec/ThreadPoolExecutor.h"
+
+namespace coexec {
+
+namespace detail {
+
+/// The body of a periodic schedule: the user's callable, run once per period.
+class PeriodicBody {
+ public:
+  virtual ~PeriodicBody() = default;
+  virtual void run(const CancellationToken& token) = 0;
+};
+
+template <class F>
+class PeriodicBodyOf final : public PeriodicBody {
+ public:
+  explicit PeriodicBodyOf(F&& fn) : fn_(std::move(fn)) {}
+  void run(const CancellationToken& token) override {
+    if constexpr (kTakesToken<F>) {
+      (void)std::invoke(fn_, token);
+    } else {
+      (void)std::invoke(fn_);
+    }
+  }
+
+ private:
+  F fn_;
+};
+
+}  // namespace detail
+
+template <class F>
+void ThreadPoolExecutor::execute(F&& f, int priority) {
+  admit(makeTask<false>(std::forward<F>(f), priority, "execute"));
+}
+
+template <class F>
+void ThreadPoolExecutor::execute(F&& f, const CancellationToken& token, int priority) {
+  admit(makeTask<false>(std::forward<F>(f), priority, "execute"), &token);
+}
+
+template <class F>
+void ThreadPoolExecutor::execute(F&& f, const TaskOptions& options) {
+  PendingTask task = makeTask<false>(std::forward<F>(f), options.priority, "execute");
+  nameTask(task, options.name);
+  admit(std::move(task));
+}
+
+template <class F>
+auto ThreadPoolExecutor::submit(F&& f, int priority) {
+  using R = detail::SubmitResult<std::decay_t<F>>;
+  PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
+  Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
+  admit(std::move(task));
+  return future;
+}
+
+template <class F>
+auto ThreadPoolExecutor::submit(F&& f, const CancellationToken& token, int priority) {
+  using R = detail::SubmitResult<std::decay_t<F>>;
+  PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
+  Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
+  admit(std::move(task), &token);
+  return future;
+}
+
+template <class F>
+auto ThreadPoolExecutor::submit(F&& f, const TaskOptions& options) {
+  using R = detail::SubmitResult<std::decay_t<F>>;
+  PendingTask task = makeTask<true>(std::forward<F>(f), options.priority, "submit");
+  nameTask(task, options.name);
+  Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
+  admit(std::move(task));
+  return future;
+}
+
+template <class F, class Rep, class Period>
+auto ThreadPoolExecutor::schedule(F&& f, std::chrono::duration<Rep, Period> delay) {
+  using R = detail::SubmitResult<std::decay_t<F>>;
+  PendingTask task = makeTask<true>(std::forward<F>(f), 0, "schedule");
+  Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
+  const Clock::time_point now = clock().now();
+  const Clock::time_point deadline = scheduleTask(task, detail::deadlineOn(now, delay), now);
+  return ScheduledFuture<R>(std::move(future), deadline, clock());
+}
+
+template <class F, class Rep1, class Period1, class Rep2, class Period2>
+PeriodicHandle ThreadPoolExecutor::scheduleAtFixedRate(F&& f, std::chrono::duration<Rep1, Period1> initialDelay,
+                                                       std::chrono::duration<Rep2, Period2> period,
+                                                       PeriodicOptions options) {
+  const Clock::duration every = positiveInterval(period, "scheduleAtFixedRate", "period");
+  const Clock::time_point now = clock().now();
+  return schedulePeriodic(makePeriodicBody(std::forward<F>(f), "scheduleAtFixedRate"),
+                          detail::deadlineOn(now, initialDelay), now, every, /*fixedRate=*/true, options);
+}
+
+template <class F, class Rep1, class Period1, class Rep2, class Period2>
+PeriodicHandle ThreadPoolExecutor::scheduleWithFixedDelay(F&& f, std::chrono::duration<Rep1, Period1> initialDelay,
+                                                          std::chrono::duration<Rep2, Period2> delay,
+                                                          PeriodicOptions options) {
+  const Clock::duration gap = positiveInterval(delay, "scheduleWithFixedDelay", "delay");
+  const Clock::time_point now = clock().now();
+  return schedulePeriodic(makePeriodicBody(std::forward<F>(f), "scheduleWithFixedDelay"),
+                          detail::deadlineOn(now, initialDelay), now, gap, /*fixedRate=*/false, options);
+}
+
+template <class F>
+bool ThreadPoolExecutor::tryExecute(F&& f, int priority) {
+  PendingTask task = makeTask<false>(std::forward<F>(f), priority, "tryExecute");
+  return !linkToCaller(task, nullptr) || tryAdmit(task);
+}
+
+template <bool HasFuture, class F>
+PendingTask ThreadPoolExecutor::makeTask(F&& f, int priority, const char* operation) {
+  using Fn = std::decay_t<F>;
+  if constexpr (detail::IsTask<Fn>::value) {
+    static_assert(!std::is_lvalue_reference_v<F>, "coexec: pass a Task by value: pool.submit(std::move(task))");
+    (void)detail::startableHandle(f, scopeOf(operation), operation);  // before the pool takes it
+    return adoptTask(new detail::CoroutineTask<typename Fn::value_type, Fn>(std::move(f), HasFuture, priority));
+  } else {
+    static_assert(std::is_invocable_v<Fn&> || std::is_invocable_v<Fn&, CancellationToken>,
+                  "coexec: the task must be callable as f() or f(CancellationToken), or be a Task<T>");
+    if (detail::isEmptyCallable(f)) throwEmptyCallable(operation);
+    using Result = detail::CallableResult<Fn>;
+    if constexpr (detail::IsTask<Result>::value) {
+      return adoptTask(
+          new detail::CoroutineTask<typename Result::value_type, Fn>(Fn(std::forward<F>(f)), HasFuture, priority));
+    } else {
+      return adoptTask(new detail::CallableTask<Result, Fn>(Fn(std::forward<F>(f)), HasFuture, priority));
+    }
+  }
+}
+
+template <class F>
+std::unique_ptr<detail::PeriodicBody> ThreadPoolExecutor::makePeriodicBody(F&& f, const char* operation) {
+  using Fn = std::decay_t<F>;
+  static_assert(std::is_invocable_v<Fn&> || std::is_invocable_v<Fn&, CancellationToken>,
+                "coexec: a periodic task must be callable as f() or f(CancellationToken)");
+  static_assert(
+      !detail::IsTask<Fn>::value && !detail::IsTask<detail::CallableResult<Fn>>::value,
+      "coexec: a periodic task must be a plain callable, not a coroutine (from it, submit() the coroutine)");
+  if (detail::isEmptyCallable(f)) throwEmptyCallable(operation);
+  return std::make_unique<detail::PeriodicBodyOf<Fn>>(Fn(std::forward<F>(f)));
+}
+
+template <class Rep, class Period>
+Clock::duration ThreadPoolExecutor::positiveInterval(std::chrono::duration<Rep, Period> d, const char* operation,
+                                                     const char* what) {
+  if (d <= d.zero()) throwNotPositive(operation, what, std::chrono::duration<double>(d).count());
+  return detail::saturatedDuration(d);
+}
+
+}  // namespace coexec
