@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "Harness.h"
+#include "Report.h"
 
 int main(int argc, char** argv) {
   constexpr double inf = std::numeric_limits<double>::infinity();
