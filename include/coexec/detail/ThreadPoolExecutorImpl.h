@@ -2,7 +2,10 @@
 
 // The bodies of ThreadPoolExecutor's member templates (declared, with their
 // contracts, in ThreadPoolExecutor.h, which includes this file at its end):
-// the task a callable or a Task becomes, and the periodic body.
+// the task a callable or a Task becomes, and the periodic body. Each is
+// `inline`, as it was when defined in the class: GCC weighs the keyword when
+// it decides what to inline (without it, a sanitizer build at -O1 inlined
+// differently and -Wmaybe-uninitialized fired inside Asio's binder0).
 
 #include <chrono>
 #include <functional>
@@ -42,24 +45,24 @@ class PeriodicBodyOf final : public PeriodicBody {
 }  // namespace detail
 
 template <class F>
-void ThreadPoolExecutor::execute(F&& f, int priority) {
+inline void ThreadPoolExecutor::execute(F&& f, int priority) {
   admit(makeTask<false>(std::forward<F>(f), priority, "execute"));
 }
 
 template <class F>
-void ThreadPoolExecutor::execute(F&& f, const CancellationToken& token, int priority) {
+inline void ThreadPoolExecutor::execute(F&& f, const CancellationToken& token, int priority) {
   admit(makeTask<false>(std::forward<F>(f), priority, "execute"), &token);
 }
 
 template <class F>
-void ThreadPoolExecutor::execute(F&& f, const TaskOptions& options) {
+inline void ThreadPoolExecutor::execute(F&& f, const TaskOptions& options) {
   PendingTask task = makeTask<false>(std::forward<F>(f), options.priority, "execute");
   nameTask(task, options.name);
   admit(std::move(task));
 }
 
 template <class F>
-auto ThreadPoolExecutor::submit(F&& f, int priority) {
+inline auto ThreadPoolExecutor::submit(F&& f, int priority) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
   Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
@@ -68,7 +71,7 @@ auto ThreadPoolExecutor::submit(F&& f, int priority) {
 }
 
 template <class F>
-auto ThreadPoolExecutor::submit(F&& f, const CancellationToken& token, int priority) {
+inline auto ThreadPoolExecutor::submit(F&& f, const CancellationToken& token, int priority) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
   Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
@@ -77,7 +80,7 @@ auto ThreadPoolExecutor::submit(F&& f, const CancellationToken& token, int prior
 }
 
 template <class F>
-auto ThreadPoolExecutor::submit(F&& f, const TaskOptions& options) {
+inline auto ThreadPoolExecutor::submit(F&& f, const TaskOptions& options) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), options.priority, "submit");
   nameTask(task, options.name);
@@ -87,7 +90,7 @@ auto ThreadPoolExecutor::submit(F&& f, const TaskOptions& options) {
 }
 
 template <class F, class Rep, class Period>
-auto ThreadPoolExecutor::schedule(F&& f, std::chrono::duration<Rep, Period> delay) {
+inline auto ThreadPoolExecutor::schedule(F&& f, std::chrono::duration<Rep, Period> delay) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), 0, "schedule");
   Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
@@ -97,7 +100,7 @@ auto ThreadPoolExecutor::schedule(F&& f, std::chrono::duration<Rep, Period> dela
 }
 
 template <class F, class Rep1, class Period1, class Rep2, class Period2>
-PeriodicHandle ThreadPoolExecutor::scheduleAtFixedRate(F&& f, std::chrono::duration<Rep1, Period1> initialDelay,
+inline PeriodicHandle ThreadPoolExecutor::scheduleAtFixedRate(F&& f, std::chrono::duration<Rep1, Period1> initialDelay,
                                                        std::chrono::duration<Rep2, Period2> period,
                                                        PeriodicOptions options) {
   const Clock::duration every = positiveInterval(period, "scheduleAtFixedRate", "period");
@@ -107,7 +110,7 @@ PeriodicHandle ThreadPoolExecutor::scheduleAtFixedRate(F&& f, std::chrono::durat
 }
 
 template <class F, class Rep1, class Period1, class Rep2, class Period2>
-PeriodicHandle ThreadPoolExecutor::scheduleWithFixedDelay(F&& f, std::chrono::duration<Rep1, Period1> initialDelay,
+inline PeriodicHandle ThreadPoolExecutor::scheduleWithFixedDelay(F&& f, std::chrono::duration<Rep1, Period1> initialDelay,
                                                           std::chrono::duration<Rep2, Period2> delay,
                                                           PeriodicOptions options) {
   const Clock::duration gap = positiveInterval(delay, "scheduleWithFixedDelay", "delay");
@@ -117,13 +120,13 @@ PeriodicHandle ThreadPoolExecutor::scheduleWithFixedDelay(F&& f, std::chrono::du
 }
 
 template <class F>
-bool ThreadPoolExecutor::tryExecute(F&& f, int priority) {
+inline bool ThreadPoolExecutor::tryExecute(F&& f, int priority) {
   PendingTask task = makeTask<false>(std::forward<F>(f), priority, "tryExecute");
   return !linkToCaller(task, nullptr) || tryAdmit(task);
 }
 
 template <bool HasFuture, class F>
-PendingTask ThreadPoolExecutor::makeTask(F&& f, int priority, const char* operation) {
+inline PendingTask ThreadPoolExecutor::makeTask(F&& f, int priority, const char* operation) {
   using Fn = std::decay_t<F>;
   if constexpr (detail::IsTask<Fn>::value) {
     static_assert(!std::is_lvalue_reference_v<F>, "coexec: pass a Task by value: pool.submit(std::move(task))");
@@ -144,7 +147,7 @@ PendingTask ThreadPoolExecutor::makeTask(F&& f, int priority, const char* operat
 }
 
 template <class F>
-std::unique_ptr<detail::PeriodicBody> ThreadPoolExecutor::makePeriodicBody(F&& f, const char* operation) {
+inline std::unique_ptr<detail::PeriodicBody> ThreadPoolExecutor::makePeriodicBody(F&& f, const char* operation) {
   using Fn = std::decay_t<F>;
   static_assert(std::is_invocable_v<Fn&> || std::is_invocable_v<Fn&, CancellationToken>,
                 "coexec: a periodic task must be callable as f() or f(CancellationToken)");
@@ -156,7 +159,7 @@ std::unique_ptr<detail::PeriodicBody> ThreadPoolExecutor::makePeriodicBody(F&& f
 }
 
 template <class Rep, class Period>
-Clock::duration ThreadPoolExecutor::positiveInterval(std::chrono::duration<Rep, Period> d, const char* operation,
+inline Clock::duration ThreadPoolExecutor::positiveInterval(std::chrono::duration<Rep, Period> d, const char* operation,
                                                      const char* what) {
   if (d <= d.zero()) throwNotPositive(operation, what, std::chrono::duration<double>(d).count());
   return detail::saturatedDuration(d);
