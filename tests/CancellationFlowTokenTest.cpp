@@ -22,7 +22,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "CancellationFlowTestSupport.h"
+#include "TestSupport.h"
 #include "CoroutineTestSupport.h"
 #include "coexec/CancellationToken.h"
 #include "coexec/Errors.h"

@@ -2,8 +2,7 @@
 
 // Helpers shared by the coroutine pool tests (CoroutinePoolSubmitTest,
 // CoroutinePoolSuspensionTest, CoroutinePoolLifetimeTest): a coroutine's own
-// exception type, the proof that a coroutine task has suspended, and a pool's
-// final stats.
+// exception type and the proof that a coroutine task has suspended.
 
 #include <stdexcept>
 
@@ -28,13 +27,6 @@ inline void requireSuspended(ThreadPoolExecutor& pool, Counter& reached) {
   REQUIRE(reached.waitFor(1));
   Future<void> probe = pool.submit([] {});
   REQUIRE(probe.waitFor(kLong));
-}
-
-/// Terminates `pool` and returns its final stats.
-inline PoolStats finalStats(ThreadPoolExecutor& pool) {
-  pool.shutdown();
-  REQUIRE(pool.awaitTermination(kLong));
-  return pool.stats();
 }
 
 }  // namespace coexec::test

@@ -44,6 +44,14 @@ namespace coexec::test {
 /// The limit for "eventually" (the JDK's LONG_DELAY_MS).
 inline constexpr std::chrono::milliseconds kLong{10'000};
 
+/// Shuts `pool` down, waits (up to kLong) until it has terminated and
+/// returns its final statistics, whose ledger the caller checks.
+inline PoolStats finalStats(ThreadPoolExecutor& pool) {
+  pool.shutdown();
+  REQUIRE(pool.awaitTermination(kLong));
+  return pool.stats();
+}
+
 /// True in builds with AddressSanitizer or ThreadSanitizer (GCC defines
 /// __SANITIZE_*__, clang answers __has_feature), which slow every atomic
 /// operation and allocation by an order of magnitude.
