@@ -49,6 +49,49 @@ std::string osThreadName() {
   return name;
 }
 
+/// Sends the process's stderr to a temporary file from construction until
+/// text() (or the destructor, if a check throws first) puts it back.
+class StderrCapture {
+ public:
+  StderrCapture() : file_(std::tmpfile()) {
+    REQUIRE(file_ != nullptr);
+    std::fflush(stderr);
+    saved_ = ::dup(STDERR_FILENO);
+    if (saved_ < 0) std::fclose(file_);
+    REQUIRE(saved_ >= 0);
+    ::dup2(::fileno(file_), STDERR_FILENO);
+  }
+  StderrCapture(const StderrCapture&) = delete;
+  StderrCapture& operator=(const StderrCapture&) = delete;
+  ~StderrCapture() {
+    restore();
+    std::fclose(file_);
+  }
+
+  /// Puts stderr back and returns everything written to it meanwhile.
+  std::string text() {
+    restore();
+    std::string text;
+    std::rewind(file_);
+    char buffer[512];
+    while (std::fgets(buffer, sizeof buffer, file_) != nullptr)
+      text += buffer;
+    return text;
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+    saved_ = -1;
+  }
+
+  std::FILE* file_;
+  int saved_ = -1;
+};
+
 }  // namespace
 
 TEST_CASE("ThreadPoolOptions defaults are the documented ones", "[options]") {
@@ -139,12 +182,7 @@ TEST_CASE("an exception from the uncaught handler is dropped and the worker surv
 
 TEST_CASE("the default uncaught handler prints the error with the pool and thread name to stderr",
           "[options][uncaught][exceptions]") {
-  std::FILE* capture = std::tmpfile();
-  REQUIRE(capture != nullptr);
-  std::fflush(stderr);
-  const int savedStderr = ::dup(STDERR_FILENO);
-  REQUIRE(savedStderr >= 0);
-  ::dup2(::fileno(capture), STDERR_FILENO);
+  StderrCapture capture;
   {
     ThreadPoolOptions options;
     options.name = "loud";
@@ -152,16 +190,7 @@ TEST_CASE("the default uncaught handler prints the error with the pool and threa
     pool.execute([] { throw std::runtime_error("kaboom-7"); });
     pool.close();
   }
-  std::fflush(stderr);
-  ::dup2(savedStderr, STDERR_FILENO);
-  ::close(savedStderr);
-
-  std::string text;
-  std::rewind(capture);
-  char buffer[512];
-  while (std::fgets(buffer, sizeof buffer, capture) != nullptr)
-    text += buffer;
-  std::fclose(capture);
+  const std::string text = capture.text();
   INFO("stderr: " << text);
   CHECK(text.find("kaboom-7") != std::string::npos);
   CHECK(text.find("loud") != std::string::npos);
@@ -295,12 +324,7 @@ TEST_CASE("a thread factory that detaches its thread: the thread returns without
 
 TEST_CASE("a terminated hook that throws is printed to stderr and dropped, and the pool still terminates",
           "[hooks][lifecycle][bad-input]") {
-  std::FILE* capture = std::tmpfile();
-  REQUIRE(capture != nullptr);
-  std::fflush(stderr);
-  const int savedStderr = ::dup(STDERR_FILENO);
-  REQUIRE(savedStderr >= 0);
-  ::dup2(::fileno(capture), STDERR_FILENO);
+  StderrCapture capture;
   std::atomic<int> calls{0};
   bool terminated = false;
   {
@@ -315,15 +339,7 @@ TEST_CASE("a terminated hook that throws is printed to stderr and dropped, and t
     pool.shutdown();
     terminated = pool.awaitTermination(kLong);
   }
-  std::fflush(stderr);
-  ::dup2(savedStderr, STDERR_FILENO);
-  ::close(savedStderr);
-  std::string text;
-  std::rewind(capture);
-  char buffer[512];
-  while (std::fgets(buffer, sizeof buffer, capture) != nullptr)
-    text += buffer;
-  std::fclose(capture);
+  const std::string text = capture.text();
   INFO("stderr: " << text);
   CHECK(terminated);
   CHECK(calls.load() == 1);
