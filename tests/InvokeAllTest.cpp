@@ -152,14 +152,12 @@ TEST_CASE("invokeAll takes Tasks, callables returning Tasks and callables taking
     };
     CHECK(syncWait(run()) == std::vector<int>{0, 1, 2, 3});
   }
-#if !COEXEC_GCC_CO_AWAIT_TEMPORARY_BUG
-  SECTION("an rvalue range awaited as a temporary, where the compiler allows it") {
+  SECTION("an rvalue range of move-only callables awaited as a temporary, on every compiler (GCC 12 included)") {
     std::vector<MoveOnlyTask> tasks;
     tasks.push_back(MoveOnlyTask{std::make_unique<int>(5)});
     const auto run = [&]() -> Task<std::vector<int>> { co_return co_await pool.invokeAll(std::move(tasks)); };
     CHECK(syncWait(run()) == std::vector<int>{5});
   }
-#endif
 }
 
 TEST_CASE("invokeAll of void tasks returns once every task has run", "[invokeAll]") {

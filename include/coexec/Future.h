@@ -14,9 +14,11 @@
 #include "coexec/detail/TaskCore.h"
 #include "coexec/detail/Time.h"
 
-/// 1 on compilers that destroy the captures of a lambda temporary inside a
-/// co_await expression twice (GCC 12 and older): awaiting a Future temporary
-/// is then refused at compile time.
+/// 1 on compilers that destroy the members of an aggregate temporary (a
+/// lambda's captures) created inside a co_await expression twice (GCC 12 and
+/// older): there, the forms that would hand such a temporary to coexec inside
+/// a co_await expression are refused at compile time
+/// (detail/OwningCallableFuture.h).
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ <= 12
 #define COEXEC_GCC_CO_AWAIT_TEMPORARY_BUG 1
 #else
@@ -38,7 +40,6 @@ COEXEC_EXPORT void checkBlockingWaitAllowed(const TaskCore& core, const char* op
 /// Future): wait for it, take its value, or cancel it.
 ///
 /// `co_await future` suspends the awaiting coroutine without blocking a thread
-/// (on GCC 12 the Future must be a named object, see operator co_await)
 /// and resumes it where it was running (see docs/coroutines.md): inline when
 /// the task completes on a thread of that same executor, else posted to it.
 ///
@@ -82,27 +83,14 @@ class [[nodiscard]] Future {
   /// otherwise posted to it, never rejected.
   /// \throws std::logic_error if the Future is empty or already consumed.
   detail::FutureAwaiter<R> operator co_await() & { return detail::FutureAwaiter<R>(core_); }
-#if COEXEC_GCC_CO_AWAIT_TEMPORARY_BUG
-  /// Refused at compile time on GCC 12 and older: `co_await` of a Future
-  /// temporary (`co_await pool.submit(...)`, with or without captures) or of
-  /// `std::move(f)`. There, `co_await pool.submit([s] {...})` destroys the
-  /// lambda's captures twice (a std::string capture is freed twice: heap
-  /// corruption). Name the Future first: `auto f = pool.submit([s] {...});
-  /// co_await f;` (docs/coroutines.md). The overload is a template so that the
-  /// one error is this static_assert, reported from the user's `co_await`.
-  template <class Self = Future>
-  detail::FutureAwaiter<R> operator co_await() && {
-    static_assert(detail::kAlwaysFalse<Self>,
-                  "coexec: GCC 12 miscompiles temporaries in a co_await expression; name the Future first: "
-                  "auto f = pool.submit(...); co_await f;  (co_await std::move(f) is refused too; "
-                  "see docs/coroutines.md, \"GCC 12 bugs and the safe forms\")");
-    return detail::FutureAwaiter<R>(core_);
-  }
-#else
-  /// As the lvalue overload: the temporary lives to the end of the full
-  /// expression, which outlasts the awaiter.
+  /// As the lvalue overload, for a Future temporary (`co_await
+  /// pool.submit([&] {...})`) or `co_await std::move(f)`: the temporary lives
+  /// to the end of the full expression, which outlasts the awaiter. On GCC
+  /// 12, a submission that took over a callable temporary with a destructor
+  /// returns a type derived from Future whose rvalue `co_await` is refused at
+  /// compile time instead (see detail/OwningCallableFuture.h and
+  /// docs/coroutines.md, "GCC 12 bugs and the safe forms").
   detail::FutureAwaiter<R> operator co_await() && { return detail::FutureAwaiter<R>(core_); }
-#endif
 
   /// Blocks until the task settles or `timeout` passes. Unlike get(), it is
   /// not refused on a thread of the pool that runs the task: the wait is

@@ -99,8 +99,9 @@ class [[nodiscard]] PeriodicHandle {
 
   /// Suspends the awaiting coroutine until the schedule ends, then returns
   /// or throws as get(). Resumes on the executor the coroutine ran on. Await
-  /// a named handle (`co_await handle;`): see Future's operator co_await for
-  /// GCC 12.
+  /// a named handle (`co_await handle;`), on every compiler: there is no
+  /// rvalue overload (a schedule that runs until cancelled is not awaited
+  /// where it is made).
   auto operator co_await() & { return done_.operator co_await(); }
 
   /// Runs started so far (a run counts when it starts). Never blocks.

@@ -87,6 +87,10 @@ class COEXEC_EXPORT SerialExecutor {
   /// \throws std::invalid_argument for an empty callable or Task;
   /// std::logic_error for a Task already started; std::bad_alloc. Never
   /// RejectedExecution: a refused task's Future reports it (see "Admission").
+  /// \note The Future is of the type ThreadPoolExecutor::submit() returns for
+  /// `f`: on GCC 12, `co_await lane.submit([s] {...})` of a lambda whose
+  /// capture owns memory does not compile (name the Future first); `[&]` and
+  /// capture-less lambdas are accepted everywhere (docs/coroutines.md).
   template <class F>
   [[nodiscard]] auto submit(F&& f);
   /// submit(), with the task also cancelled when `token` is (as the pool's

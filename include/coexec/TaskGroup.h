@@ -16,6 +16,7 @@
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/FanIn.h"
+#include "coexec/detail/OwningCallableFuture.h"
 #include "coexec/detail/ParkedCoroutine.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
@@ -88,6 +89,10 @@ class COEXEC_EXPORT TaskGroup {
   /// callable or Task, std::logic_error for a started Task,
   /// RejectedExecution under abort(), and after shutdown()); the group is
   /// then unchanged. Allocations: the task and two small records.
+  /// \note The Future is of the type submit() returns for `f`: on GCC 12,
+  /// `co_await group.spawn([s] {...})` of a lambda whose capture owns memory
+  /// does not compile (name the Future first); `co_await group.spawn([&]
+  /// {...})` is accepted everywhere (docs/coroutines.md).
   template <class F>
   [[nodiscard]] auto spawn(F&& f);
 
@@ -325,7 +330,7 @@ auto TaskGroup::spawn(F&& f) {
     // The group has stopped: the child never starts.
     child->dropForwarded();
     forwarded->requestCancel();  // settles it at once; its listener cancels the task
-    return CombinatorAccess::future<R>(std::move(forwarded));
+    return detail::submittedFuture<F>(CombinatorAccess::future<R>(std::move(forwarded)));
   }
   try {
     CombinatorAccess::admit(state_->pool(), std::move(task));
@@ -335,7 +340,7 @@ auto TaskGroup::spawn(F&& f) {
     throw;
   }
   detail::GroupChild<R>::watch(child.detach());
-  return CombinatorAccess::future<R>(std::move(forwarded));
+  return detail::submittedFuture<F>(CombinatorAccess::future<R>(std::move(forwarded)));
 }
 
 }  // namespace coexec

@@ -200,6 +200,17 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// task's child, as for execute(): cancelling the running task cancels
   /// this one (its Future then reports OperationCancelled); cancelling this
   /// one never cancels the running task.
+  ///
+  /// Returns a `Future<R>`, or, when `f` is a callable rvalue whose type is
+  /// not trivially destructible (a lambda whose capture owns memory, a
+  /// std::function), a type derived from it (detail::OwningCallableFuture)
+  /// that is a Future<R> in every way (it binds to `Future<R>&` and converts
+  /// to `Future<R>`) except that on GCC 12 it cannot be awaited as a
+  /// temporary: there `co_await pool.submit([s] {...})` destroys the
+  /// lambda's captures twice, so it does not compile (name the Future first);
+  /// `co_await pool.submit([&] {...})` is accepted everywhere
+  /// (docs/coroutines.md, "GCC 12 bugs and the safe forms"). The same holds
+  /// for every submit() overload and for schedule().
   template <class F>
   [[nodiscard]] auto submit(F&& f, int priority = 0);
 
@@ -231,7 +242,9 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   [[nodiscard]] auto submit(F&& f, const TaskOptions& options);
 
   /// Runs `f` on the pool once `delay` has passed on the pool's clock
-  /// (ThreadPoolOptions::clock) and returns its ScheduledFuture. `f` is
+  /// (ThreadPoolOptions::clock) and returns its ScheduledFuture (for a
+  /// callable rvalue that is not trivially destructible, a type derived from
+  /// it that GCC 12 refuses to await as a temporary, as submit() does). `f` is
   /// anything submit() takes (a callable, one taking a CancellationToken, a
   /// callable returning a Task, a Task). A zero or negative delay makes the
   /// task due at once (through the same path); a delay too large for the
@@ -354,9 +367,10 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// std::bad_alloc. Cost: O(n); allocations: the tasks (recycled per thread,
   /// as for submit()), one array for their states and the result vector.
   /// \note `co_await pool.invokeAll(std::move(tasks))` (an rvalue range in the
-  /// co_await expression) does not compile on GCC 12: name the range, or the
-  /// awaitable (`auto all = pool.invokeAll(std::move(tasks)); co_await all;`).
-  /// See docs/combinators.md.
+  /// co_await expression) is accepted on every compiler, GCC 12 included: a
+  /// moved range is destroyed once. A range built there from a lambda
+  /// temporary (`std::vector<F>(n, [s] {...})`) is not safe on GCC 12:
+  /// build it first (docs/combinators.md, "The safe forms on GCC 12").
   template <class Range>
   [[nodiscard]] detail::InvokeAwaitable<Range, false> invokeAll(Range&& tasks);
 

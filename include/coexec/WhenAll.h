@@ -15,7 +15,8 @@ namespace coexec {
 /// Each argument is a `Future<R>` or a `Task<R>`:
 /// - a named Future (an lvalue) is watched where it runs (on its pool); its
 ///   result is consumed by whenAll (do not await or get() it too). A Future
-///   rvalue is moved in (on GCC 12, only into a named awaitable; see below).
+///   rvalue is moved in (on GCC 12, the Future temporary of an owning
+///   callable only into a named awaitable; see below).
 /// - a Task (a temporary, or `std::move(task)`) is run by whenAll itself,
 ///   inline: when the awaitable is awaited, each Task starts on the awaiting
 ///   thread, one after another, and runs there until it first suspends; it
@@ -47,11 +48,13 @@ namespace coexec {
 /// the Tasks (one, if there is a Task).
 /// \note Thread safety: the Futures must not be awaited, waited on or taken
 /// by anyone else meanwhile.
-/// \note On GCC 12, `co_await whenAll(pool.submit(...), ...)` (a Future
-/// temporary in the co_await expression) does not compile, as for
-/// `co_await pool.submit(...)`: name the Futures first, or the awaitable
-/// (`auto both = whenAll(std::move(a), std::move(b)); co_await both;`).
-/// See docs/combinators.md.
+/// \note On GCC 12, `co_await whenAll(pool.submit([s] {...}), ...)` (the
+/// Future temporary of a callable that is not trivially destructible, such
+/// as a lambda whose capture owns memory, in the co_await expression) does
+/// not compile, as for `co_await pool.submit([s] {...})`: name the Futures
+/// first, or the awaitable (`auto both = whenAll(pool.submit([s] {...}),
+/// ...); co_await both;`). Future temporaries of `[&]` and capture-less
+/// lambdas are accepted everywhere. See docs/combinators.md.
 template <class... Args>
 [[nodiscard]] detail::WhenAwaitable<false, detail::ChildOf<Args>...> whenAll(Args&&... args) {
   return detail::WhenAwaitable<false, detail::ChildOf<Args>...>(std::forward<Args>(args)...);

@@ -42,8 +42,8 @@ struct WhenAnyResult {
 /// std::logic_error / std::invalid_argument for empty or started arguments,
 /// before anything is touched.
 /// \note The losers' results are dropped (their Futures are consumed). On
-/// GCC 12 a Future temporary in the co_await expression does not compile: see
-/// whenAll().
+/// GCC 12 the Future temporary of an owning callable in the co_await
+/// expression does not compile: see whenAll().
 template <class... Args>
 [[nodiscard]] detail::WhenAwaitable<true, detail::ChildOf<Args>...> whenAny(Args&&... args) {
   return detail::WhenAwaitable<true, detail::ChildOf<Args>...>(std::forward<Args>(args)...);

@@ -17,6 +17,7 @@
 #include "coexec/Task.h"
 #include "coexec/detail/CoroutineTask.h"
 #include "coexec/detail/Diagnostics.h"
+#include "coexec/detail/OwningCallableFuture.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/Scheduler.h"
 #include "coexec/detail/TaskCore.h"
@@ -27,7 +28,7 @@ namespace coexec {
 namespace detail {
 template <class T>
 class TaskTimeout;
-template <class R, bool Owning>
+template <class R, bool Owning, bool Refused = false>
 class FutureTimeout;
 }  // namespace detail
 
@@ -104,15 +105,23 @@ template <class R, class Rep, class Period>
                                                           std::chrono::duration<Rep, Period> timeout);
 
 /// As the form above, but takes the Future over (the result object owns
-/// it). On GCC 12 and older, `co_await withTimeout(pool.submit(...), d)` and
-/// `co_await withTimeout(std::move(f), d)` are refused at compile time, like
-/// `co_await pool.submit(...)` (GCC 12 destroys a lambda temporary in a
-/// co_await expression twice): name the result first,
-/// `auto timed = withTimeout(pool.submit(...), d); co_await timed;`, which
-/// builds everywhere (docs/coroutines.md, "GCC 12 bugs and the safe forms").
+/// it): `co_await withTimeout(pool.submit([&] {...}), d)`, or
+/// `withTimeout(std::move(f), d)`. Accepted on every compiler.
 template <class R, class Rep, class Period>
 [[nodiscard]] detail::FutureTimeout<R, true> withTimeout(Future<R>&& future,
                                                          std::chrono::duration<Rep, Period> timeout);
+
+/// As the form above, for the Future of a submission that took over a
+/// callable temporary with a destructor (`pool.submit([s] {...})`, see
+/// detail/OwningCallableFuture.h). On GCC 12 and older, awaiting the result
+/// as a temporary, `co_await withTimeout(pool.submit([s] {...}), d)`, is
+/// refused at compile time, like `co_await pool.submit([s] {...})` (GCC 12
+/// destroys the lambda's captures twice there): name the result first,
+/// `auto timed = withTimeout(pool.submit([s] {...}), d); co_await timed;`,
+/// which builds everywhere (docs/coroutines.md, "GCC 12 bugs and the safe
+/// forms").
+template <class Base, class Rep, class Period>
+[[nodiscard]] auto withTimeout(detail::OwningCallableFuture<Base>&& future, std::chrono::duration<Rep, Period> timeout);
 
 namespace detail {
 
@@ -247,9 +256,13 @@ class [[nodiscard]] TaskTimeout {
 };
 
 /// The result of withTimeout(future, d): awaitable once. Owning: it holds
-/// the Future (taken over); otherwise it borrows it.
-template <class R, bool Owning>
+/// the Future (taken over); otherwise it borrows it. Refused: the Future came
+/// from a submission of a callable temporary with a destructor, so that on
+/// GCC 12 the result may be awaited only by name.
+template <class R, bool Owning, bool Refused>
 class [[nodiscard]] FutureTimeout {
+  static_assert(Owning || !Refused, "coexec: a borrowed Future is never refused");
+
  public:
   using Holder = std::conditional_t<Owning, Future<R>, Future<R>&>;
   FutureTimeout(Holder future, std::chrono::steady_clock::duration timeout)
@@ -261,12 +274,13 @@ class [[nodiscard]] FutureTimeout {
 
   Awaiter operator co_await() & noexcept { return Awaiter(*this); }
 #if COEXEC_GCC_CO_AWAIT_TEMPORARY_BUG
-  /// On GCC 12 and older, refused for a result that owns its Future: its
-  /// argument was a Future temporary (`pool.submit([s] {...})`, whose lambda
-  /// GCC 12 destroys twice in a co_await expression) or `std::move(f)`.
+  /// On GCC 12 and older, refused for a result that owns the Future of a
+  /// submission of a callable temporary with a destructor
+  /// (`pool.submit([s] {...})`, whose captures GCC 12 destroys twice in a
+  /// co_await expression).
   template <class Self = FutureTimeout>
   Awaiter operator co_await() && noexcept {
-    static_assert(!Owning || kAlwaysFalse<Self>,
+    static_assert(!Refused || kAlwaysFalse<Self>,
                   "coexec: GCC 12 miscompiles temporaries in a co_await expression; name the withTimeout first: "
                   "auto timed = withTimeout(pool.submit(...), d); co_await timed;  (see docs/coroutines.md, "
                   "\"GCC 12 bugs and the safe forms\")");
@@ -319,6 +333,12 @@ detail::FutureTimeout<R, false> withTimeout(Future<R>& future, std::chrono::dura
 template <class R, class Rep, class Period>
 detail::FutureTimeout<R, true> withTimeout(Future<R>&& future, std::chrono::duration<Rep, Period> timeout) {
   return detail::FutureTimeout<R, true>(std::move(future), detail::saturatedDuration(timeout));
+}
+
+template <class Base, class Rep, class Period>
+auto withTimeout(detail::OwningCallableFuture<Base>&& future, std::chrono::duration<Rep, Period> timeout) {
+  using R = typename detail::FutureTraits<Base>::Result;
+  return detail::FutureTimeout<R, true, true>(std::move(future), detail::saturatedDuration(timeout));
 }
 
 }  // namespace coexec

@@ -1,12 +1,17 @@
-// Built by the CTest test compileFail.combinatorTemporary, never linked. On
-// GCC 12 and older each line marked `expect-error` must fail with coexec's
-// static_assert that names the fix, and nothing else may fail; on other
-// compilers the whole file must compile (the temporary forms are allowed).
+// Built by the CTest test compileFail.combinatorTemporary, never linked
+// there. On GCC 12 and older each line marked `expect-error` must fail with
+// coexec's static_assert that names the fix, and nothing else may fail; on
+// other compilers the whole file must compile, and compileForms.run runs
+// every form (COEXEC_RUN_FORMS) and checks its result.
 //
-// The refused shape is the one that bites on GCC 12: a combinator awaited as
-// a temporary while it owns inputs built or moved inside the co_await
-// expression (a range passed as an rvalue, a Future temporary), where a
-// lambda temporary's captures would be destroyed twice.
+// Refused on GCC 12: whenAll/whenAny awaited as a temporary while it owns the
+// Future of a submission of a callable temporary that is not trivially
+// destructible (a lambda whose capture owns memory), built inside the
+// co_await expression, where GCC 12 destroys that lambda's captures twice.
+// Accepted everywhere, as the last function shows: the same inputs named
+// first, or the awaitable named first; and `co_await
+// pool.invokeAll(std::move(tasks))`, which GCC 12 compiles correctly
+// (tests/GccCoroutineBugsTest.cpp).
 //
 // clang-format off
 // expect-message: coexec: GCC 12 miscompiles temporaries in a co_await expression; name the inputs or the awaitable first
@@ -27,38 +32,51 @@
 #include "coexec/WhenAll.h"
 #include "coexec/WhenAny.h"
 
-// invokeAll of an rvalue range, awaited as a temporary.
-coexec::Task<std::size_t> awaitInvokeAllOfMovedRange(coexec::ThreadPoolExecutor& pool,
-                                                     std::vector<std::function<int()>> tasks) {
-  co_return (co_await pool.invokeAll(std::move(tasks))).size();  // expect-error
-}
+namespace combinatorForms {
 
-// invokeAny of an rvalue range, awaited as a temporary.
-coexec::Task<long> awaitInvokeAnyOfMovedRange(coexec::ThreadPoolExecutor& pool,
-                                              std::vector<std::function<long()>> tasks) {
-  co_return co_await pool.invokeAny(std::move(tasks));  // expect-error
-}
-
-// whenAll of Future temporaries (a lambda with a capture that owns memory).
-coexec::Task<std::string> awaitWhenAllOfSubmits(coexec::ThreadPoolExecutor& pool, std::string s) {
+// whenAll of a Future temporary of an owning lambda (and one of a
+// capture-less lambda, which alone would be accepted).
+coexec::Task<std::string> awaitWhenAllOfOwningSubmit(coexec::ThreadPoolExecutor& pool, std::string s) {
   auto [a, b] = co_await coexec::whenAll(pool.submit([s] { return s; }), pool.submit([] { return 1; }));  // expect-error
   co_return a + std::to_string(b);
 }
 
-// whenAny of a Future temporary.
-coexec::Task<std::size_t> awaitWhenAnyOfSubmit(coexec::ThreadPoolExecutor& pool) {
-  co_return (co_await coexec::whenAny(pool.submit([] { return 2.0; }))).index;  // expect-error
+// whenAny of a Future temporary of an owning lambda.
+coexec::Task<std::size_t> awaitWhenAnyOfOwningSubmit(coexec::ThreadPoolExecutor& pool, std::string s) {
+  co_return std::get<0>((co_await coexec::whenAny(pool.submit([s] { return s.size(); }))).value);  // expect-error
 }
 
-// The safe forms compile everywhere: named inputs, or a named awaitable.
-coexec::Task<int> namedForms(coexec::ThreadPoolExecutor& pool, std::vector<std::function<int()>> tasks) {
-  const std::vector<int> first = co_await pool.invokeAll(tasks);
-  auto all = pool.invokeAll(std::move(tasks));
-  const std::vector<int> second = co_await all;
-  coexec::Future<int> a = pool.submit([] { return 3; });
-  coexec::Future<int> b = pool.submit([] { return 4; });
+// The same inputs in the safe forms, and the owned ranges of invokeAll and
+// invokeAny, compile everywhere.
+coexec::Task<std::size_t> namedForms(coexec::ThreadPoolExecutor& pool, std::string s) {
+  auto a = pool.submit([s] { return s.size(); });
+  auto b = pool.submit([s] { return s.size(); });
   const auto [x, y] = co_await coexec::whenAll(a, b);
-  auto any = coexec::whenAny(pool.submit([] { return 5; }));
+  auto any = coexec::whenAny(pool.submit([s] { return s.size(); }));
   const auto z = co_await any;
-  co_return static_cast<int>(first.size() + second.size()) + x + y + std::get<0>(z.value);
+  std::vector<std::function<std::size_t()>> tasks{[s] { return s.size(); }, [s] { return s.size(); }};
+  const std::vector<std::size_t> all = co_await pool.invokeAll(std::move(tasks));
+  std::vector<std::function<std::size_t()>> more{[s] { return s.size(); }};
+  const std::size_t first = co_await pool.invokeAny(std::move(more));
+  co_return x + y + std::get<0>(z.value) + all.at(0) + all.at(1) + first;
 }
+
+}  // namespace combinatorForms
+
+#ifdef COEXEC_RUN_FORMS
+#include <catch2/catch.hpp>
+
+#include "CoroutineTestSupport.h"
+#include "coexec/SyncWait.h"
+
+TEST_CASE("where GCC 12 refuses whenAll/whenAny of an owning lambda's Future temporary, the forms run correctly",
+          "[gcc-bug][forms]") {
+  coexec::ThreadPoolExecutor pool(coexec::test::taggedPool("forms", 2, 2, coexec::WorkQueue::bounded(16)));
+  const std::string text(300, 'c');
+  CHECK(coexec::syncWait(combinatorForms::awaitWhenAllOfOwningSubmit(pool, text)) == text + "1");
+  CHECK(coexec::syncWait(combinatorForms::awaitWhenAnyOfOwningSubmit(pool, text)) == 300);
+  CHECK(coexec::syncWait(combinatorForms::namedForms(pool, text)) == 6 * 300);
+  pool.close();
+  CHECK(pool.stats().completedTaskCount == 9);
+}
+#endif

@@ -16,6 +16,8 @@
 
 #include "coexec/Future.h"
 #include "coexec/ThreadPoolExecutor.h"
+#include "coexec/detail/Diagnostics.h"
+#include "coexec/detail/OwningCallableFuture.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
 
@@ -99,13 +101,35 @@ auto asyncWait(Future<R>& future, CompletionToken&& token) {
 }
 
 /// asyncWait() taking the Future over (`asyncWait(std::move(f), token)`, or a
-/// Future returned by a call): `future` is left empty. Otherwise as above.
-/// \note On GCC 12, keep the submitted lambda out of the `co_await`
-/// expression: `auto f = pool.submit(...); co_await asyncWait(f, ...)`
-/// (docs/coroutines.md, "GCC 12 bugs and the safe forms").
+/// Future returned by a call, such as `asyncWait(pool.submit([&] {...}),
+/// use_awaitable)`): `future` is left empty. Otherwise as above.
 template <class R, class CompletionToken>
 auto asyncWait(Future<R>&& future, CompletionToken&& token) {
   Future<R> owned = std::move(future);
+  return asyncWait(owned, std::forward<CompletionToken>(token));
+}
+
+/// asyncWait() taking over the Future of a submission that took over a
+/// callable temporary with a destructor (`pool.submit([s] {...})`, see
+/// detail/OwningCallableFuture.h). On GCC 12 and older it is refused at
+/// compile time, whatever the completion token: inside a `co_await`
+/// expression GCC 12 destroys that callable's captures twice (a
+/// std::string capture is freed twice), and asyncWait cannot tell whether
+/// it is inside one. Name the Future first, which builds everywhere:
+/// `auto f = pool.submit([s] {...}); co_await asyncWait(f, use_awaitable);`
+/// (docs/asio.md). Elsewhere as the form above.
+template <class Base, class CompletionToken>
+auto asyncWait(detail::OwningCallableFuture<Base>&& future, CompletionToken&& token) {
+#if COEXEC_GCC_CO_AWAIT_TEMPORARY_BUG
+  static_assert(detail::kAlwaysFalse<Base>,
+                "coexec: GCC 12 miscompiles temporaries in a co_await expression; name the Future first: "
+                "auto f = pool.submit(...); co_await asyncWait(f, use_awaitable);  (refused because the callable "
+                "handed over inside this expression is not trivially destructible: inside a co_await expression GCC "
+                "12 destroys its captures twice, and a capture that owns memory, such as a std::string, is freed "
+                "twice. Capture-less lambdas and lambdas that capture only references, pointers and integers, such "
+                "as [&], are accepted. See docs/asio.md)");
+#endif
+  Future<typename detail::FutureTraits<Base>::Result> owned = std::move(future);
   return asyncWait(owned, std::forward<CompletionToken>(token));
 }
 

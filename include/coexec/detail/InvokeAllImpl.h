@@ -75,24 +75,14 @@ class [[nodiscard]] InvokeAwaitable final : private FanIn {
   /// What `co_await` uses (see FanInAwaiter).
   using Awaiter = FanInAwaiter<InvokeAwaitable>;
 
-  /// Awaiting a named awaitable: always allowed.
+  /// Awaiting a named awaitable.
   Awaiter operator co_await() & noexcept { return Awaiter(*this); }
-#if COEXEC_GCC_CO_AWAIT_TEMPORARY_BUG
-  /// Awaiting the temporary: on GCC 12, refused when the range was passed as
-  /// an rvalue (built, or moved, inside the co_await expression, where GCC 12
-  /// destroys a lambda temporary's captures twice: see Future's operator
-  /// co_await and docs/coroutines.md).
-  Awaiter operator co_await() && noexcept {
-    static_assert(!kOwnsRange,
-                  "coexec: GCC 12 miscompiles temporaries in a co_await expression; name the inputs or the awaitable "
-                  "first: the range of tasks (co_await pool.invokeAll(tasks);) or the awaitable (auto all = "
-                  "pool.invokeAll(std::move(tasks)); co_await all;) (see docs/combinators.md)");
-    return Awaiter(*this);
-  }
-#else
-  /// Awaiting the temporary: it lives to the end of the full expression.
+  /// Awaiting the temporary, on every compiler: it lives to the end of the
+  /// full expression. An rvalue range moved in (`co_await
+  /// pool.invokeAll(std::move(tasks))`) is destroyed once on GCC 12 too
+  /// (tests/GccCoroutineBugsTest.cpp); GCC 12 rejects a braced list in a
+  /// co_await expression itself ("array used as initializer").
   Awaiter operator co_await() && noexcept { return Awaiter(*this); }
-#endif
 
  private:
   friend class FanInAwaiter<InvokeAwaitable>;

@@ -24,6 +24,7 @@
 #include "coexec/PendingTask.h"
 #include "coexec/detail/FrameAllocator.h"
 #include "coexec/detail/LaneAccess.h"
+#include "coexec/detail/OwningCallableFuture.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
 #include "coexec/detail/TaskPromise.h"
@@ -198,7 +199,7 @@ auto SerialExecutor::enqueue(F&& f, const CancellationToken* token, const char* 
   detail::LaneEntry<R>::watch(entry.detach());
   state_->enqueue(std::move(task), *core, token, /*link=*/true);
   if constexpr (HasFuture) {
-    return LaneAccess::future<R>(std::move(result));
+    return detail::submittedFuture<F>(LaneAccess::future<R>(std::move(result)));
   }
 }
 

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "coexec/ThreadPoolExecutor.h"
+#include "coexec/detail/OwningCallableFuture.h"
 
 namespace coexec {
 
@@ -67,7 +68,7 @@ inline auto ThreadPoolExecutor::submit(F&& f, int priority) {
   PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
   Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
   admit(std::move(task));
-  return future;
+  return detail::submittedFuture<F>(std::move(future));
 }
 
 template <class F>
@@ -76,7 +77,7 @@ inline auto ThreadPoolExecutor::submit(F&& f, const CancellationToken& token, in
   PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
   Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
   admit(std::move(task), &token);
-  return future;
+  return detail::submittedFuture<F>(std::move(future));
 }
 
 template <class F>
@@ -86,7 +87,7 @@ inline auto ThreadPoolExecutor::submit(F&& f, const TaskOptions& options) {
   nameTask(task, options.name);
   Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
   admit(std::move(task));
-  return future;
+  return detail::submittedFuture<F>(std::move(future));
 }
 
 template <class F, class Rep, class Period>
@@ -96,7 +97,7 @@ inline auto ThreadPoolExecutor::schedule(F&& f, std::chrono::duration<Rep, Perio
   Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
   const Clock::time_point now = clock().now();
   const Clock::time_point deadline = scheduleTask(task, detail::deadlineOn(now, delay), now);
-  return ScheduledFuture<R>(std::move(future), deadline, clock());
+  return detail::submittedFuture<F>(ScheduledFuture<R>(std::move(future), deadline, clock()));
 }
 
 template <class F, class Rep1, class Period1, class Rep2, class Period2>

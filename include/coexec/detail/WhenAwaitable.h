@@ -23,6 +23,7 @@
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/FanIn.h"
+#include "coexec/detail/OwningCallableFuture.h"
 
 namespace coexec {
 template <class... Ts>
@@ -33,13 +34,15 @@ namespace coexec::detail {
 
 /// A Future argument: borrowed (an lvalue: the caller's Future, which
 /// outlives the awaitable; its result is consumed) or owned (an rvalue,
-/// moved in). Its one continuation is the combinator's.
-template <class R, bool Owned>
+/// moved in). Its one continuation is the combinator's. `Refused`: an
+/// rvalue OwningCallableFuture, which the awaitable must not be awaited as a
+/// temporary with on GCC 12.
+template <class R, bool Owned, bool Refused>
 class FutureChild {
  public:
   using Value = R;
   static constexpr bool kIsTask = false;
-  static constexpr bool kOwnedFuture = Owned;
+  static constexpr bool kRefusedTemporary = Refused;
 
   explicit FutureChild(Future<R>& future) noexcept requires(!Owned) : core_(CombinatorAccess::core(future)) {}
   explicit FutureChild(Future<R>&& future) noexcept requires(Owned)
@@ -88,7 +91,7 @@ class TaskChild {
  public:
   using Value = R;
   static constexpr bool kIsTask = true;
-  static constexpr bool kOwnedFuture = false;
+  static constexpr bool kRefusedTemporary = false;
 
   explicit TaskChild(Task<R>&& task) noexcept : task_(std::move(task)) {}
   TaskChild(const TaskChild&) = delete;
@@ -132,13 +135,14 @@ struct ChildFor {
                 "coexec: whenAll/whenAny take Futures (named: whenAll(a, b)) and Tasks (temporaries, or "
                 "std::move(task))");
 };
-template <class R>
-struct ChildFor<Future<R>&> {
-  using type = FutureChild<R, false>;
-};
-template <class R>
-struct ChildFor<Future<R>> {
-  using type = FutureChild<R, true>;
+/// A Future<R>, or a type derived from it (ScheduledFuture<R>, what a
+/// submission of a callable temporary returns): borrowed as an lvalue, owned
+/// as an rvalue.
+template <class Arg>
+  requires(FutureTraits<std::remove_cvref_t<Arg>>::kIsFuture && !std::is_const_v<std::remove_reference_t<Arg>>)
+struct ChildFor<Arg> {
+  using type = FutureChild<typename FutureTraits<std::remove_cvref_t<Arg>>::Result, !std::is_lvalue_reference_v<Arg>,
+                           !std::is_lvalue_reference_v<Arg> && kIsOwningCallableFuture<std::remove_cvref_t<Arg>>>;
 };
 template <class R>
 struct ChildFor<Task<R>> {
@@ -159,7 +163,7 @@ template <bool Any, class... Children>
 class [[nodiscard]] WhenAwaitable final : private FanIn {
   static_assert(sizeof...(Children) > 0, "coexec: whenAll/whenAny need at least one Future or Task");
   static constexpr std::size_t kCount = sizeof...(Children);
-  static constexpr bool kOwnsFuture = (Children::kOwnedFuture || ...);
+  static constexpr bool kRefusedTemporary = (Children::kRefusedTemporary || ...);
   static constexpr bool kHasTask = (Children::kIsTask || ...);
   static constexpr bool kHasFuture = (!Children::kIsTask || ...);
   using Indices = std::make_index_sequence<kCount>;
@@ -180,12 +184,15 @@ class [[nodiscard]] WhenAwaitable final : private FanIn {
   /// Awaiting a named awaitable: always allowed.
   Awaiter operator co_await() & noexcept { return Awaiter(*this); }
 #if COEXEC_GCC_CO_AWAIT_TEMPORARY_BUG
-  /// Awaiting the temporary: on GCC 12, refused when a Future was passed as
-  /// an rvalue (a `pool.submit(...)` inside the co_await expression, where
-  /// GCC 12 destroys a lambda temporary's captures twice; see
-  /// docs/coroutines.md).
+  /// Awaiting the temporary: on GCC 12, refused when a Future passed as an
+  /// rvalue came from a submission of a callable temporary with a destructor
+  /// (`pool.submit([s] {...})` inside the co_await expression, whose
+  /// captures GCC 12 destroys twice; see detail/OwningCallableFuture.h and
+  /// docs/coroutines.md). Future temporaries of other callables (`[&]`,
+  /// capture-less) and of Tasks, and `std::move(f)` of a named Future<R>, are
+  /// accepted.
   Awaiter operator co_await() && noexcept {
-    static_assert(!kOwnsFuture,
+    static_assert(!kRefusedTemporary,
                   "coexec: GCC 12 miscompiles temporaries in a co_await expression; name the inputs or the awaitable "
                   "first: the Futures (auto a = pool.submit(...); co_await whenAll(a, b);) or the awaitable (auto "
                   "both = whenAll(std::move(a), std::move(b)); co_await both;) (see docs/combinators.md)");
