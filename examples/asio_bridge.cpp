@@ -33,14 +33,22 @@ struct Results {
   bool slowTaskCancelled = false;
   bool hopOnPool = false;
   bool hopBackOnIoThread = false;
+  std::string label;
 };
 
 // An Asio coroutine on the io_context: offload, then offload with a timeout.
 asio::awaitable<void> handler(coexec::ThreadPoolExecutor& pool, std::thread::id ioThread, Results& out) {
-  // 1. Offload and wait: the Future is named first (the safe form on GCC 12).
-  auto f = pool.submit([] { return fib(25); });
-  out.value = co_await coexec::asyncWait(f, asio::use_awaitable);
+  // 1. Offload and wait, in one expression: accepted on every compiler for a
+  //    lambda that captures nothing, or only references, pointers and
+  //    integers (docs/asio.md).
+  const int n = 25;
+  out.value = co_await coexec::asyncWait(pool.submit([&] { return fib(n); }), asio::use_awaitable);
   out.valueOnIoThread = std::this_thread::get_id() == ioThread;
+
+  // A lambda whose capture owns memory: its Future is named first (on GCC 12
+  // the one-expression form does not compile, and says why).
+  auto label = pool.submit([name = std::string("fib(25)")] { return name + " = " + std::to_string(fib(25)); });
+  out.label = co_await coexec::asyncWait(label, asio::use_awaitable);
 
   // 2. A timeout: the timer wins, the pool task is cancelled (it watches its
   //    token), and the || completes once the task has settled.
@@ -83,6 +91,7 @@ int main() {
   bool ok = true;
   ok &= check(out.value == 75025, "asyncWait returned fib(25) = 75025");
   ok &= check(out.valueOnIoThread, "the coroutine resumed on the io_context thread");
+  ok &= check(out.label == "fib(25) = 75025", "asyncWait of a named Future returned its label");
   ok &= check(out.timedOut, "the 20 ms timer won the ||");
   ok &= check(out.slowTaskCancelled, "the pool task lost to the timer was cancelled");
   ok &= check(out.hopOnPool, "the Task ran its CPU part on the pool");

@@ -2,18 +2,21 @@
 
 #include <fmt/format.h>
 
+#include <numeric>
 #include <vector>
 
 coexec::Task<int> sumOfSquares(coexec::ThreadPoolExecutor& pool) {
+  // Four tasks at once: each goes to the pool now, and its Future is kept.
   std::vector<coexec::Future<int>> squares;
   for (int i = 1; i <= 4; ++i) {
     squares.push_back(pool.submit([i] { return i * i; }));
   }
-  int sum = 0;
+  std::vector<int> values;
   for (coexec::Future<int>& square : squares) {
-    sum += co_await square;  // name the Future, then co_await it
+    values.push_back(co_await square);  // suspends without holding a thread
   }
-  co_return sum;
+  // One more task, submitted and awaited in one expression.
+  co_return co_await pool.submit([&] { return std::accumulate(values.begin(), values.end(), 0); });
 }
 
 int main() {
@@ -22,5 +25,5 @@ int main() {
   pool.close();  // waits until the pool's threads are done: the counters below are final
   const coexec::PoolStats stats = pool.stats();
   fmt::print("1 + 4 + 9 + 16 = {}\n{}\n", sum, stats);
-  return sum == 30 && stats.completedTaskCount == 4 ? 0 : 1;
+  return sum == 30 && stats.completedTaskCount == 5 ? 0 : 1;
 }

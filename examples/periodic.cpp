@@ -211,7 +211,8 @@ int main() {
                                                             coexec::PeriodicOptions{.continueOnError = true});
   // A job whose error ends its schedule (continueOnError is false by default).
   coexec::PeriodicHandle report = pool.scheduleAtFixedRate([&] { reportJob.run(); }, 0ms, 3ms);
-  // One-shot jobs: a warm-up in 50 ms, and a reminder in an hour.
+  // One-shot jobs: a warm-up in 50 ms, and a reminder in an hour (cancelled
+  // below: a pending one would keep close() waiting until it is due).
   coexec::ScheduledFuture<int> warm = pool.schedule([&] { return cache.warmUp(); }, kWarmUpDelay);
   coexec::ScheduledFuture<void> reminder = pool.schedule([] { fmt::print("an hour has passed\n"); }, 1h);
 
