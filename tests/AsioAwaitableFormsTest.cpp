@@ -17,6 +17,7 @@
 #include <asio/experimental/deferred.hpp>
 #include <catch2/catch.hpp>
 
+#include "AwaitableFormsTestSupport.h"
 #include "CoroutineTestSupport.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
@@ -29,27 +30,6 @@ using coexec::WorkQueue;
 using coexec::test::taggedPool;
 
 namespace {
-
-constexpr std::string_view kTwenty = "twenty characters...";
-static_assert(kTwenty.size() == 20);
-
-// The callables, for a form: each returns 42. X(form, kind, callable).
-#define COEXEC_CAPTURE_KINDS(X, form)              \
-  X(form, captureless, [] { return 42; })          \
-  X(form, reference, [&] { return local + 22; })   \
-  X(form, pointer, [p] { return *p + 22; })        \
-  X(form, integer, [n] { return n + 22; })         \
-  X(form, stringView, [v] { return static_cast<int>(v.size()) + 22; })
-
-// The locals the callables capture.
-#define COEXEC_FORM_LOCALS          \
-  int local = 20;                   \
-  const int* p = &local;            \
-  int n = 20;                       \
-  const std::string_view v = kTwenty; \
-  (void)p;                          \
-  (void)n;                          \
-  (void)v
 
 // co_await asyncWait(pool.submit(f), use_awaitable) and the deferred form,
 // in an asio::awaitable.
@@ -73,15 +53,7 @@ COEXEC_CAPTURE_KINDS(COEXEC_DEFERRED_FORM, deferred)
 struct Captured {
   int local = 20;
 };
-#define COEXEC_CALLER_LOCALS            \
-  int& local = captured.local;          \
-  const int* p = &captured.local;       \
-  int n = 20;                           \
-  const std::string_view v = kTwenty;   \
-  (void)local;                          \
-  (void)p;                              \
-  (void)n;                              \
-  (void)v
+#define COEXEC_CALLER_LOCALS COEXEC_FORM_CAPTURES(int& local = captured.local)
 #define COEXEC_FUTURE_FORM(form, kind, f)                                    \
   std::future<int> form##_##kind(ThreadPoolExecutor& pool, Captured& captured) { \
     COEXEC_CALLER_LOCALS;                                                    \

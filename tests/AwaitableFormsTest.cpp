@@ -9,7 +9,7 @@
 // expression, as a user writes it (a macro pastes it there: a lambda
 // returned by a helper would be a different shape). The forms GCC 12 refuses
 // (a capture that owns memory) are in tests/compile-fail/, refused on GCC 12
-// and run by compileForms.run elsewhere; the AsyncWait forms are in
+// and run by compileForms.* elsewhere; the AsyncWait forms are in
 // AsioAwaitableFormsTest. docs/coroutines.md lists them all.
 //
 // Beside the matrix: the accepted forms whose inputs are not trivially
@@ -27,6 +27,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "AwaitableFormsTestSupport.h"
 #include "CoroutineTestSupport.h"
 #include "coexec/CancellationToken.h"
 #include "coexec/Future.h"
@@ -60,18 +61,6 @@ struct Env {
   coexec::CancellationSource source;
 };
 
-constexpr std::string_view kTwenty = "twenty characters...";
-static_assert(kTwenty.size() == 20);
-
-// The callables, for a form: each returns 42, from what it captured (20)
-// where it captured anything. X(form, kind, callable).
-#define COEXEC_CAPTURE_KINDS(X, form)                      \
-  X(form, captureless, [] { return 42; })                  \
-  X(form, reference, [&] { return local + 22; })           \
-  X(form, pointer, [p] { return *p + 22; })                \
-  X(form, integer, [n] { return n + 22; })                 \
-  X(form, stringView, [v] { return static_cast<int>(v.size()) + 22; })
-
 // The forms: `co_await` of an expression that submits the callable `f`.
 #define COEXEC_FORM_submit(f) co_await env.pool.submit(f)
 #define COEXEC_FORM_submitWithToken(f) co_await env.pool.submit(f, env.source.token())
@@ -90,13 +79,7 @@ int sumOf(const std::tuple<int, int>& results) { return std::get<0>(results) + s
 // One coroutine per form and capture kind, named form_kind.
 #define COEXEC_FORM_COROUTINE(form, kind, f) \
   Task<int> form##_##kind(Env& env) {        \
-    int local = 20;                          \
-    const int* p = &local;                   \
-    int n = 20;                              \
-    const std::string_view v = kTwenty;      \
-    (void)p;                                 \
-    (void)n;                                 \
-    (void)v;                                 \
+    COEXEC_FORM_LOCALS;                      \
     co_return COEXEC_FORM_##form(f);         \
   }
 COEXEC_CAPTURE_KINDS(COEXEC_FORM_COROUTINE, submit)

@@ -157,6 +157,17 @@ ReadyValue takeRange(Range&& range) {
   return ReadyValue{static_cast<int>(owned.size())};
 }
 
+/// On GCC 12: one destruction more than constructions (the bug is still
+/// there; a GCC that fixes it fails here). Elsewhere: balanced.
+void checkOneDestructionTooManyOnGcc12(const Lifetimes& lifetimes) {
+  CAPTURE(lifetimes.constructed.load(), lifetimes.destroyed.load());
+  if constexpr (kGcc12) {
+    CHECK(lifetimes.destroyed.load() == lifetimes.constructed.load() + 1);  // the bug is still there
+  } else {
+    CHECK(lifetimes.destroyed.load() == lifetimes.constructed.load());
+  }
+}
+
 // The minimal reproducer of (b): a lambda temporary with a tracked capture.
 Task<int> awaitCallOfLambdaTemporary(Lifetimes& lifetimes) {
   Tracker tracker(lifetimes);
@@ -281,12 +292,7 @@ Task<std::string> awaitSubmitOfStringLambda(ThreadPoolExecutor& pool, std::strin
 TEST_CASE("GCC 12 destroys a braced aggregate co_await operand twice when await_suspend returns false", "[gcc-bug]") {
   Lifetimes lifetimes;
   CHECK(syncWait(awaitBracedAggregate(lifetimes)) == 5);
-  CAPTURE(lifetimes.constructed.load(), lifetimes.destroyed.load());
-  if constexpr (kGcc12) {
-    CHECK(lifetimes.destroyed.load() == lifetimes.constructed.load() + 1);  // the bug is still there
-  } else {
-    CHECK(lifetimes.destroyed.load() == lifetimes.constructed.load());
-  }
+  checkOneDestructionTooManyOnGcc12(lifetimes);
 }
 
 TEST_CASE("a named aggregate awaiter is destroyed exactly once on every compiler", "[gcc-bug][safe]") {
@@ -307,36 +313,21 @@ TEST_CASE("GCC 12 destroys the captures of a lambda temporary in a co_await expr
           "[gcc-bug]") {
   Lifetimes lifetimes;
   CHECK(syncWait(awaitCallOfLambdaTemporary(lifetimes)) == 3);
-  CAPTURE(lifetimes.constructed.load(), lifetimes.destroyed.load());
-  if constexpr (kGcc12) {
-    CHECK(lifetimes.destroyed.load() == lifetimes.constructed.load() + 1);  // the bug is still there
-  } else {
-    CHECK(lifetimes.destroyed.load() == lifetimes.constructed.load());
-  }
+  checkOneDestructionTooManyOnGcc12(lifetimes);
 }
 
 TEST_CASE("GCC 12 destroys a braced aggregate argument inside a co_await expression once more than it built it",
           "[gcc-bug]") {
   Lifetimes lifetimes;
   CHECK(syncWait(awaitCallWithBracedAggregate(lifetimes)) == 3);
-  CAPTURE(lifetimes.constructed.load(), lifetimes.destroyed.load());
-  if constexpr (kGcc12) {
-    CHECK(lifetimes.destroyed.load() == lifetimes.constructed.load() + 1);  // the bug is still there
-  } else {
-    CHECK(lifetimes.destroyed.load() == lifetimes.constructed.load());
-  }
+  checkOneDestructionTooManyOnGcc12(lifetimes);
 }
 
 TEST_CASE("GCC 12 destroys the captures of a lambda temporary handed to a constructor in a co_await expression twice",
           "[gcc-bug]") {
   Lifetimes lifetimes;
   CHECK(syncWait(awaitRangeBuiltFromLambdaTemporary(lifetimes)) == 2);
-  CAPTURE(lifetimes.constructed.load(), lifetimes.destroyed.load());
-  if constexpr (kGcc12) {
-    CHECK(lifetimes.destroyed.load() == lifetimes.constructed.load() + 1);  // the bug is still there
-  } else {
-    CHECK(lifetimes.destroyed.load() == lifetimes.constructed.load());
-  }
+  checkOneDestructionTooManyOnGcc12(lifetimes);
 }
 
 TEST_CASE("a callable temporary built by a constructor in a co_await expression is destroyed exactly once on every "

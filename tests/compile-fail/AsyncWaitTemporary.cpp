@@ -1,7 +1,7 @@
 // Built by the CTest test compileFail.asyncWaitTemporary, never linked
 // there. On GCC 12 and older each line marked `expect-error` must fail with
 // coexec's static_assert that names the fix, and nothing else may fail; on
-// other compilers the whole file must compile, and compileForms.run runs
+// other compilers the whole file must compile, and compileForms.* runs
 // every form (COEXEC_RUN_FORMS) and checks its result.
 //
 // Refused on GCC 12, whatever the completion token: asyncWait taking over the

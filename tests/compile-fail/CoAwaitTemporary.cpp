@@ -2,7 +2,7 @@
 // On GCC 12 and older each line marked `expect-error` must fail with
 // coexec's static_assert that names the fix, and nothing else may fail; on
 // other compilers the whole file must compile, and the test
-// compileForms.run (an executable of these files with COEXEC_RUN_FORMS
+// compileForms.* (an executable of these files with COEXEC_RUN_FORMS
 // defined) runs every form and checks its result, under ASan in the clang
 // build.
 //

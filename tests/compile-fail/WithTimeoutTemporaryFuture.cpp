@@ -2,7 +2,7 @@
 // linked there. On GCC 12 and older each line marked `expect-error` must
 // fail with coexec's static_assert that names the fix, and nothing else may
 // fail; on other compilers the whole file must compile, and
-// compileForms.run runs every form (COEXEC_RUN_FORMS) and checks its result.
+// compileForms.* runs every form (COEXEC_RUN_FORMS) and checks its result.
 //
 // clang-format off
 // expect-message: coexec: GCC 12 miscompiles temporaries in a co_await expression; name the withTimeout first: auto timed = withTimeout(pool.submit(...), d); co_await timed;

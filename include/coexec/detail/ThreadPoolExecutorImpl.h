@@ -66,18 +66,18 @@ template <class F>
 inline auto ThreadPoolExecutor::submit(F&& f, int priority) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
-  Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
+  detail::SubmittedFuture<F, Future<R>> future{Future<R>(task.core_.template copyAs<detail::ResultCore<R>>())};
   admit(std::move(task));
-  return detail::submittedFuture<F>(std::move(future));
+  return future;
 }
 
 template <class F>
 inline auto ThreadPoolExecutor::submit(F&& f, const CancellationToken& token, int priority) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
-  Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
+  detail::SubmittedFuture<F, Future<R>> future{Future<R>(task.core_.template copyAs<detail::ResultCore<R>>())};
   admit(std::move(task), &token);
-  return detail::submittedFuture<F>(std::move(future));
+  return future;
 }
 
 template <class F>
@@ -85,9 +85,9 @@ inline auto ThreadPoolExecutor::submit(F&& f, const TaskOptions& options) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), options.priority, "submit");
   nameTask(task, options.name);
-  Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
+  detail::SubmittedFuture<F, Future<R>> future{Future<R>(task.core_.template copyAs<detail::ResultCore<R>>())};
   admit(std::move(task));
-  return detail::submittedFuture<F>(std::move(future));
+  return future;
 }
 
 template <class F, class Rep, class Period>
