@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -21,6 +23,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "DeathTestSupport.h"
 #include "TestSupport.h"
 #include "coexec/AsCompleted.h"
 #include "coexec/Errors.h"
@@ -517,4 +520,58 @@ TEST_CASE("Futures dropped on another thread while their tasks fail: every failu
     CHECK(items[static_cast<std::size_t>(i)].id == i);
     CHECK(items[static_cast<std::size_t>(i)].unobserved);
   }
+}
+
+// ---- a task destroyed during exit -------------------------------------------
+
+namespace {
+
+// Never destroyed: the child drops the Future it holds from an atexit handler.
+std::optional<Future<int>>* lateFuture = nullptr;
+
+void dropLateFuture() {
+  lateFuture->reset();  // the task's last reference: its report, from here
+  std::fputs("the Future was dropped after the static destructors\n", stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+TEST_CASE("exit child: a failed task's Future dropped after the static destructors", "[.]") {
+  if (!coexec::test::isDeathChild()) return;
+  // Registered before anything arms a report, so it runs after exit() has
+  // destroyed every static that the report and the task use, if any is ever
+  // destroyed: a task may be dropped on a thread that outlives them (Asio's
+  // system_executor threads, a detached thread).
+  std::atexit(dropLateFuture);
+  lateFuture = new std::optional<Future<int>>();
+  ThreadPoolOptions options;
+  options.name = "late";
+  options.uncaughtExceptionHandler = [](const std::exception_ptr& error, const TaskInfo& info) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      std::fprintf(stdout, "reported%s: %s\n", info.unobserved ? " unobserved" : "", e.what());
+    }
+    std::fflush(stdout);
+  };
+  {
+    ThreadPoolExecutor pool(options);
+    lateFuture->emplace(pool.submit([]() -> int { throw TaskError(7); }));
+    REQUIRE((*lateFuture)->waitFor(kLong));
+    pool.close();
+  }
+  // main returns: exit() runs the static destructors, then dropLateFuture.
+}
+
+TEST_CASE("a failed task whose Future is dropped during exit after the static destructors is still reported",
+          "[unobserved][exit]") {
+  const coexec::test::ChildOutcome outcome =
+      coexec::test::runDeathChild("exit child: a failed task's Future dropped after the static destructors");
+  INFO("the child wrote:\n" << outcome.output);
+  REQUIRE_FALSE(outcome.killed);
+  CHECK_FALSE(outcome.signalled);
+  CHECK(outcome.exitCode == 0);
+  CHECK_THAT(outcome.output, Catch::Matchers::Contains("reported unobserved: task 7 failed"));
+  CHECK_THAT(outcome.output, Catch::Matchers::Contains("the Future was dropped after the static destructors"));
 }

@@ -62,8 +62,16 @@ struct alignas(64) WaitStripe {
   std::condition_variable done;
 };
 
+// The process-wide tables below are never destroyed: a task may settle, be
+// waited on or be destroyed on a thread that outlives main()'s static
+// destructors (Asio's system_executor threads, a detached thread, a pool the
+// program never closes), and a destroyed table would be used after its
+// destruction (ThreadSanitizer saw AsyncWaitTest's use_future completion
+// destroy a task on Asio's system thread while exit() destroyed the table).
+// Reachable from a static pointer, they are no leak to LeakSanitizer.
+
 WaitStripe& stripeOf(const void* task) noexcept {
-  static WaitStripe stripes[64];
+  static WaitStripe* const stripes = new WaitStripe[64];
   const auto bits = reinterpret_cast<std::uintptr_t>(task);
   return stripes[(bits >> 6) % 64];
 }
@@ -83,7 +91,7 @@ struct alignas(64) ArmedStripe {
 };
 
 ArmedStripe& armedStripeOf(const TaskCore* task) noexcept {
-  static ArmedStripe stripes[16];
+  static ArmedStripe* const stripes = new ArmedStripe[16];
   const auto bits = reinterpret_cast<std::uintptr_t>(task);
   return stripes[(bits >> 6) % 16];
 }
@@ -102,8 +110,8 @@ std::unique_ptr<UnobservedFailureReport> takeArmedReport(const TaskCore* task) n
 }
 
 const std::exception_ptr& cancelledError() noexcept {
-  static const std::exception_ptr error = std::make_exception_ptr(OperationCancelled());
-  return error;
+  static const std::exception_ptr* const error = new std::exception_ptr(std::make_exception_ptr(OperationCancelled()));
+  return *error;
 }
 
 }  // namespace
