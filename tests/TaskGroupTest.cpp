@@ -192,6 +192,11 @@ TEST_CASE(
     reachedEnd = true;
   });
   REQUIRE(children.started.waitFor(2));
+  // The cancel must reach the coroutine parked in join(): until then it is
+  // the driver's active task (a join that finds the group idle, its children
+  // cancelled through their link to the task, returns as any await that need
+  // not suspend does; a loaded machine can keep the driver from reaching it).
+  REQUIRE(coexec::test::eventually([&] { return driver.stats().activeCount == 0; }));
   CHECK(outer.cancel());
   REQUIRE(children.cancelled.waitFor(2));
   CHECK_FALSE(outer.isDone());
