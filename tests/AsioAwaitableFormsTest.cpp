@@ -54,38 +54,41 @@ struct Captured {
   int local = 20;
 };
 #define COEXEC_CALLER_LOCALS COEXEC_FORM_CAPTURES(int& local = captured.local)
-#define COEXEC_FUTURE_FORM(form, kind, f)                                    \
+#define COEXEC_FUTURE_FORM(form, kind, f)                                        \
   std::future<int> form##_##kind(ThreadPoolExecutor& pool, Captured& captured) { \
-    COEXEC_CALLER_LOCALS;                                                    \
-    return asyncWait(pool.submit(f), asio::use_future);                      \
+    COEXEC_CALLER_LOCALS;                                                        \
+    return asyncWait(pool.submit(f), asio::use_future);                          \
   }
 COEXEC_CAPTURE_KINDS(COEXEC_FUTURE_FORM, useFuture)
-#define COEXEC_CALLBACK_FORM(form, kind, f)                                                        \
+#define COEXEC_CALLBACK_FORM(form, kind, f)                                                          \
   void form##_##kind(ThreadPoolExecutor& pool, Captured& captured, asio::io_context& io, int& out) { \
-    COEXEC_CALLER_LOCALS;                                                                          \
-    asyncWait(pool.submit(f), asio::bind_executor(io, [&out](std::exception_ptr error, int value) { \
-                if (!error) out = value;                                                      \
-              }));                                                                            \
+    COEXEC_CALLER_LOCALS;                                                                            \
+    asyncWait(pool.submit(f), asio::bind_executor(io, [&out](std::exception_ptr error, int value) {  \
+                if (!error) out = value;                                                             \
+              }));                                                                                   \
   }
 COEXEC_CAPTURE_KINDS(COEXEC_CALLBACK_FORM, callback)
 
 // Runs one awaitable form of one capture kind on `io`; the result lands in
 // `results[slot]`.
-#define COEXEC_SPAWN_AWAITABLE(form, kind, f)                                                        \
+#define COEXEC_SPAWN_AWAITABLE(form, kind, f)                                                          \
   asio::co_spawn(io, form##_##kind(pool), [&results, slot = slot++](std::exception_ptr e, int value) { \
-    CHECK(!e);                                                                                       \
-    results[slot] = value;                                                                           \
+    CHECK(!e);                                                                                         \
+    results[slot] = value;                                                                             \
   });
 
 Task<int> answer() { co_return 42; }
 
-Task<int> awaitSpawnOfTaskTemporary(asio::io_context& io) { co_return co_await coexec::spawn(io.get_executor(), answer()); }
+Task<int> awaitSpawnOfTaskTemporary(asio::io_context& io) {
+  co_return co_await coexec::spawn(io.get_executor(), answer());
+}
 
 }  // namespace
 
-TEST_CASE("co_await asyncWait(pool.submit(f), token) of a trivially destructible lambda temporary runs it, with "
-          "use_awaitable and deferred and every capture kind",
-          "[gcc-bug][forms][asio]") {
+TEST_CASE(
+    "co_await asyncWait(pool.submit(f), token) of a trivially destructible lambda temporary runs it, with "
+    "use_awaitable and deferred and every capture kind",
+    "[gcc-bug][forms][asio]") {
   ThreadPoolExecutor pool(taggedPool("forms", 2, 2, WorkQueue::bounded(64)));
   asio::io_context io;
   int results[10] = {};
@@ -94,13 +97,15 @@ TEST_CASE("co_await asyncWait(pool.submit(f), token) of a trivially destructible
   COEXEC_CAPTURE_KINDS(COEXEC_SPAWN_AWAITABLE, deferred)
   io.run();
   REQUIRE(slot == 10);
-  for (int result : results) CHECK(result == 42);
+  for (int result : results)
+    CHECK(result == 42);
   CHECK(coexec::test::finalStats(pool).completedTaskCount == 10);
 }
 
-TEST_CASE("asyncWait(pool.submit(f), token) of a trivially destructible lambda temporary runs it, with use_future "
-          "and a callback and every capture kind",
-          "[gcc-bug][forms][asio]") {
+TEST_CASE(
+    "asyncWait(pool.submit(f), token) of a trivially destructible lambda temporary runs it, with use_future "
+    "and a callback and every capture kind",
+    "[gcc-bug][forms][asio]") {
   ThreadPoolExecutor pool(taggedPool("forms", 2, 2, WorkQueue::bounded(64)));
   asio::io_context io;
   Captured captured;
@@ -114,8 +119,10 @@ TEST_CASE("asyncWait(pool.submit(f), token) of a trivially destructible lambda t
   callback_integer(pool, captured, io, results[3]);
   callback_stringView(pool, captured, io, results[4]);
   io.run();
-  for (std::future<int>& future : futures) CHECK(future.get() == 42);
-  for (int result : results) CHECK(result == 42);
+  for (std::future<int>& future : futures)
+    CHECK(future.get() == 42);
+  for (int result : results)
+    CHECK(result == 42);
   CHECK(coexec::test::finalStats(pool).completedTaskCount == 10);
 }
 

@@ -95,10 +95,10 @@ COEXEC_CAPTURE_KINDS(COEXEC_FORM_COROUTINE, keyedSubmit)
 
 /// Runs every capture kind of one form; each must give 42.
 #define COEXEC_RUN_KIND(form, kind, f) CHECK(syncWait(form##_##kind(env)) == 42);
-#define COEXEC_RUN_FORM(form)                        \
-  do {                                               \
-    INFO("form: " #form);                            \
-    COEXEC_CAPTURE_KINDS(COEXEC_RUN_KIND, form)      \
+#define COEXEC_RUN_FORM(form)                   \
+  do {                                          \
+    INFO("form: " #form);                       \
+    COEXEC_CAPTURE_KINDS(COEXEC_RUN_KIND, form) \
   } while (false)
 
 /// The pool's ledger once everything has run: `tasks` tasks, all completed.
@@ -198,9 +198,10 @@ TEST_CASE("co_await of a group's and the lanes' Futures of trivially destructibl
   checkAllCompleted(env, 15);
 }
 
-TEST_CASE("a submission of a trivially destructible callable returns a plain Future, one of an owning temporary a "
-          "Future that refuses co_await as a temporary on GCC 12",
-          "[gcc-bug][forms]") {
+TEST_CASE(
+    "a submission of a trivially destructible callable returns a plain Future, one of an owning temporary a "
+    "Future that refuses co_await as a temporary on GCC 12",
+    "[gcc-bug][forms]") {
   Env env;
   std::string s(300, 's');
   auto work = [s] { return s.size(); };
@@ -211,8 +212,7 @@ TEST_CASE("a submission of a trivially destructible callable returns a plain Fut
   using Owning = decltype(env.pool.submit([s] { return s.size(); }));
   STATIC_REQUIRE(coexec::detail::kIsOwningCallableFuture<Owning>);
   STATIC_REQUIRE(std::is_base_of_v<Future<std::size_t>, Owning>);
-  STATIC_REQUIRE(std::is_base_of_v<coexec::ScheduledFuture<int>,
-                                   decltype(env.pool.schedule([s] { return 1; }, 1ms))>);
+  STATIC_REQUIRE(std::is_base_of_v<coexec::ScheduledFuture<int>, decltype(env.pool.schedule([s] { return 1; }, 1ms))>);
   STATIC_REQUIRE(coexec::detail::kIsOwningCallableFuture<decltype(env.pool.schedule(std::move(work), 1ms))>);
   // Either converts to Future<R>, as before.
   Future<std::size_t> plain = env.pool.submit([s] { return s.size(); });

@@ -19,23 +19,23 @@ static_assert(kTwenty.size() == 20);
 // The callables, for a form: each returns 42, from what it captured (20)
 // where it captured anything. X(form, kind, callable); the callables use the
 // names COEXEC_FORM_LOCALS declares.
-#define COEXEC_CAPTURE_KINDS(X, form)                      \
-  X(form, captureless, [] { return 42; })                  \
-  X(form, reference, [&] { return local + 22; })           \
-  X(form, pointer, [p] { return *p + 22; })                \
-  X(form, integer, [n] { return n + 22; })                 \
+#define COEXEC_CAPTURE_KINDS(X, form)            \
+  X(form, captureless, [] { return 42; })        \
+  X(form, reference, [&] { return local + 22; }) \
+  X(form, pointer, [p] { return *p + 22; })      \
+  X(form, integer, [n] { return n + 22; })       \
   X(form, stringView, [v] { return static_cast<int>(v.size()) + 22; })
 
 // What the callables capture: `local` is an int that lives as long as the
 // code that declares these (the caller's `int& local` where the task may
 // outlive the function that submits it).
-#define COEXEC_FORM_CAPTURES(localDeclaration)       \
-  localDeclaration;                                  \
-  const int* p = &local;                             \
-  int n = 20;                                        \
-  const std::string_view v = coexec::test::kTwenty;  \
-  (void)local;                                       \
-  (void)p;                                           \
-  (void)n;                                           \
+#define COEXEC_FORM_CAPTURES(localDeclaration)      \
+  localDeclaration;                                 \
+  const int* p = &local;                            \
+  int n = 20;                                       \
+  const std::string_view v = coexec::test::kTwenty; \
+  (void)local;                                      \
+  (void)p;                                          \
+  (void)n;                                          \
   (void)v
 #define COEXEC_FORM_LOCALS COEXEC_FORM_CAPTURES(int local = 20)

@@ -43,9 +43,9 @@ namespace coexec::detail {
 /// parameters its frame owns); not for an lvalue (the callable is copied
 /// from a named object, which is no temporary).
 template <class F>
-inline constexpr bool kOwningTemporary = !std::is_lvalue_reference_v<F> &&
-                                         !std::is_trivially_destructible_v<std::remove_cvref_t<F>> &&
-                                         !IsTask<std::remove_cvref_t<F>>::value;
+inline constexpr bool kOwningTemporary =
+    !std::is_lvalue_reference_v<F> && !std::is_trivially_destructible_v<std::remove_cvref_t<F>> &&
+    !IsTask<std::remove_cvref_t<F>>::value;
 
 /// A Future (`Base`: Future<R> or ScheduledFuture<R>) returned by a
 /// submission that took over a callable for which kOwningTemporary holds.
@@ -116,7 +116,7 @@ struct FutureTraits {
   static constexpr bool kIsFuture = false;
 };
 template <class T>
-  requires requires(const T* future) { futureResultOf(future); }
+requires requires(const T* future) { futureResultOf(future); }
 struct FutureTraits<T> {
   static constexpr bool kIsFuture = true;
   using Result = typename decltype(futureResultOf(static_cast<const T*>(nullptr)))::type;
