@@ -577,6 +577,37 @@ TEST_CASE("steady-state submit and await between coroutines on one pool thread m
   CHECK(report.allocations == 0);
 }
 
+TEST_CASE("the first blocking wait of a process allocates nothing", "[frame][allocator][wait]") {
+  // Each test case runs in a process of its own, and nothing above waits in
+  // this one: this is the process's first blocking wait on a task. The table
+  // a waiter sleeps in is built then; it must not come from the global
+  // allocator, or a counted loop on a pool thread that races main's first
+  // get() sees an allocation that is not its own (CI saw 8,256 bytes, the
+  // table, counted by the test above).
+  Gate release;
+  ThreadPoolOptions options;
+  options.name = "firstwait";
+  options.corePoolSize = 1;
+  options.maximumPoolSize = 1;
+  ThreadPoolExecutor pool(options);
+  coexec::test::OpenOnExit releaseOnExit(release);
+  Future<int> blocked = pool.submit([&release] {
+    release.wait();
+    return 1;
+  });
+  std::size_t allocations = 0;
+  {
+    AllocationCount count;
+    CHECK_FALSE(blocked.waitFor(std::chrono::milliseconds(1)));  // sleeps in the wait table: the task is held
+    count.stop();
+    allocations = count.allocations();
+    INFO(count.describe());
+    CHECK(allocations == 0);
+  }
+  release.open();
+  CHECK(blocked.get() == 1);
+}
+
 TEST_CASE("steady-state execute of a small callable makes no global allocation", "[executor][allocator]") {
   const std::size_t threads = GENERATE(1, 2);
   const bool bounded = GENERATE(true, false);

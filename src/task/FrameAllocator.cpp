@@ -12,6 +12,8 @@
 #include <new>
 #include <vector>
 
+#include "task/NoDestructor.h"
+
 namespace coexec::detail {
 namespace {
 
@@ -205,8 +207,8 @@ class ParkedCaches {
 };
 
 ParkedCaches& parkedCaches() {
-  static ParkedCaches* instance = new ParkedCaches;  // never destroyed: threads exit during static destruction
-  return *instance;
+  static NoDestructor<ParkedCaches> instance;  // never destroyed: threads exit during static destruction
+  return instance.get();
 }
 
 // Set once this thread's cache is parked (thread exit): later allocations on

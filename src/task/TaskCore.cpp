@@ -19,6 +19,7 @@
 #include "coexec/detail/TaskCore.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <condition_variable>
 #include <cstdint>
@@ -31,6 +32,7 @@
 
 #include "coexec/Errors.h"
 #include "coexec/detail/Scheduler.h"
+#include "task/NoDestructor.h"
 
 namespace coexec::detail {
 
@@ -68,12 +70,13 @@ struct alignas(64) WaitStripe {
 // program never closes), and a destroyed table would be used after its
 // destruction (ThreadSanitizer saw AsyncWaitTest's use_future completion
 // destroy a task on Asio's system thread while exit() destroyed the table).
-// Reachable from a static pointer, they are no leak to LeakSanitizer.
+// They live in static storage (NoDestructor), not on the heap: the first
+// blocking wait of a process allocates nothing.
 
 WaitStripe& stripeOf(const void* task) noexcept {
-  static WaitStripe* const stripes = new WaitStripe[64];
+  static NoDestructor<std::array<WaitStripe, 64>> stripes;
   const auto bits = reinterpret_cast<std::uintptr_t>(task);
-  return stripes[(bits >> 6) % 64];
+  return stripes.get()[(bits >> 6) % 64];
 }
 
 /// The error of every task cancelled before it produced a result: one
@@ -91,9 +94,9 @@ struct alignas(64) ArmedStripe {
 };
 
 ArmedStripe& armedStripeOf(const TaskCore* task) noexcept {
-  static ArmedStripe* const stripes = new ArmedStripe[16];
+  static NoDestructor<std::array<ArmedStripe, 16>> stripes;
   const auto bits = reinterpret_cast<std::uintptr_t>(task);
-  return stripes[(bits >> 6) % 16];
+  return stripes.get()[(bits >> 6) % 16];
 }
 
 std::unique_ptr<UnobservedFailureReport> takeArmedReport(const TaskCore* task) noexcept {
@@ -110,8 +113,8 @@ std::unique_ptr<UnobservedFailureReport> takeArmedReport(const TaskCore* task) n
 }
 
 const std::exception_ptr& cancelledError() noexcept {
-  static const std::exception_ptr* const error = new std::exception_ptr(std::make_exception_ptr(OperationCancelled()));
-  return *error;
+  static const NoDestructor<std::exception_ptr> error(std::make_exception_ptr(OperationCancelled()));
+  return error.get();
 }
 
 }  // namespace

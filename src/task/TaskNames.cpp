@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "coexec/TaskOptions.h"
+#include "task/NoDestructor.h"
 
 namespace coexec::detail {
 namespace {
@@ -28,8 +29,8 @@ struct NameTable {
 };
 
 NameTable& table() {
-  static NameTable* const instance = new NameTable();  // never destroyed: names outlive every pool
-  return *instance;
+  static NoDestructor<NameTable> instance;  // never destroyed: names outlive every pool
+  return instance.get();
 }
 
 std::uint32_t addLocked(NameTable& t, std::string_view name) {
