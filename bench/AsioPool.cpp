@@ -36,7 +36,7 @@ void submitThroughput(bench::Run& run, std::size_t workers) {
 
 // W2: 64 posts with a future each (use_future), then all waited for.
 void fanOutFanIn(bench::Run& run) {
-  asio::thread_pool pool(2);
+  asio::thread_pool pool(bench::workers(2));
   const bench::Work work(1us);
   run.rounds(run.count(1'000), [&] {
     std::array<std::future<void>, 64> futures;
@@ -101,7 +101,7 @@ asio::awaitable<long> fib(PoolExecutor pool, int n) {
 }
 
 void forkJoin(bench::Run& run) {
-  asio::thread_pool pool(2);
+  asio::thread_pool pool(bench::workers(2));
   const int depth = run.depth(25);
   long result = 0;
   run.duration("fib time", [&] {
@@ -330,7 +330,7 @@ void idle(bench::Run& run) {
 const bench::Workload kWorkloads[] = {
     {"W1.1", "submit throughput, 1 worker: post of 1,000,000 atomic increments",
      [](bench::Run& r) { submitThroughput(r, 1); }},
-    {"W1.2", "submit throughput, 2 workers", [](bench::Run& r) { submitThroughput(r, 2); }},
+    {"W1.2", "submit throughput, 2 workers", [](bench::Run& r) { submitThroughput(r, bench::workers(2)); }},
     {"W2", "fan-out/fan-in: 1,000 rounds of 64 post(use_future)s of ~1 us, all waited for", fanOutFanIn},
     {"W3.coro", "200,000 hops of co_await post(pool, use_awaitable) inside co_spawn", coroutineHops},
     {"W3.chain", "a chain of 200,000 tasks, each post()s the next", taskChain},

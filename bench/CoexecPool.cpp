@@ -56,7 +56,7 @@ Task<void> fanOut(ThreadPoolExecutor& pool, const bench::Work& work) {
 }
 
 void fanOutFanIn(bench::Run& run) {
-  Pool p(2);
+  Pool p(bench::workers(2));
   const bench::Work work(1us);
   run.rounds(run.count(1'000), [&] { coexec::syncWait(fanOut(p.pool, work)); });
 }
@@ -96,7 +96,7 @@ void taskChain(bench::Run& run) {
 
 // W4: fork/join fib (bench::fib).
 void forkJoin(bench::Run& run) {
-  Pool p(2);
+  Pool p(bench::workers(2));
   const int depth = run.depth(25);
   long result = 0;
   run.duration("fib time", [&] { result = p.pool.submit(fib(p.pool, depth)).get(); });
@@ -283,7 +283,7 @@ void idle(bench::Run& run) {
 const bench::Workload kWorkloads[] = {
     {"W1.1", "submit throughput, 1 worker: execute of 1,000,000 atomic increments",
      [](bench::Run& r) { submitThroughput(r, 1); }},
-    {"W1.2", "submit throughput, 2 workers", [](bench::Run& r) { submitThroughput(r, 2); }},
+    {"W1.2", "submit throughput, 2 workers", [](bench::Run& r) { submitThroughput(r, bench::workers(2)); }},
     {"W2", "fan-out/fan-in: 1,000 rounds of 64 submit()s of ~1 us, co_awaited in syncWait", fanOutFanIn},
     {"W3.coro", "200,000 hops of co_await resumeOn(pool) from a coroutine on the pool", coroutineHops},
     {"W3.chain", "a chain of 200,000 tasks, each execute()s the next", taskChain},

@@ -9,7 +9,10 @@
 // (Run::throughput, perOp, duration, rounds, idleCpu; RssWatch for
 // memory). Each sample goes to stdout as CSV
 // (`impl,workload,metric,unit,better,value`) and a per-binary summary to
-// stderr. run.sh interleaves the binaries run by run.
+// stderr. run.sh interleaves the binaries run by run. $BENCH_WORKERS_N, if
+// set, replaces the 2 workers of W1.2, W2 and W4 (workers(); run.sh's
+// scaling mode); bench_tpe and bench_fjp (java/JdkPools.java) follow the
+// same conventions.
 //
 // Reporting side (bench_report, Report.h): reads every sample of a run.sh
 // session and prints the median and min-max per implementation, coexec's
@@ -91,6 +94,14 @@ inline double spinPerUs() {
     return env != nullptr && std::atof(env) > 0 ? std::atof(env) : calibrateSpin();
   }();
   return value;
+}
+
+/// The workers of W1.2, W2 and W4: $BENCH_WORKERS_N if it is a count of at
+/// least 1 (run.sh's scaling mode sets it), else `fallback` (2).
+inline std::size_t workers(std::size_t fallback) {
+  const char* env = std::getenv("BENCH_WORKERS_N");
+  const int n = env != nullptr ? std::atoi(env) : 0;
+  return n >= 1 ? static_cast<std::size_t>(n) : fallback;
 }
 
 /// A task body of about `duration` of CPU work.

@@ -6,7 +6,11 @@
 // calling thread); task_group work runs in task_arena(2).execute(), where
 // the calling thread takes the reserved slot: 2 threads in all, as in the
 // other pools. global_control lifts TBB's default of (cores - 1) workers.
+// BENCH_WORKERS_N (run.sh's scaling mode) replaces the 2 of W1.2, W2 and W4:
+// task_arena(N, 0) for W1.2 and W2, task_arena(N) (N threads with the
+// caller) for W4.
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -37,7 +41,7 @@ void submitThroughput(bench::Run& run, int workers) {
 // W2: 64 enqueued tasks, waited for together (a countdown: TBB has no futures).
 void fanOutFanIn(bench::Run& run) {
   bench::Countdown done;
-  tbb::task_arena arena(2, 0);
+  tbb::task_arena arena(static_cast<int>(bench::workers(2)), 0);
   arena.initialize();
   const bench::Work work(1us);
   run.rounds(run.count(1'000), [&] {
@@ -114,7 +118,7 @@ long fib(int n) {
 }
 
 void forkJoin(bench::Run& run) {
-  tbb::task_arena arena(2);
+  tbb::task_arena arena(static_cast<int>(bench::workers(2)));
   arena.initialize();
   const int depth = run.depth(25);
   long result = 0;
@@ -188,7 +192,8 @@ void idle(bench::Run& run) {
 const bench::Workload kWorkloads[] = {
     {"W1.1", "submit throughput, 1 worker: task_arena::enqueue of 1,000,000 atomic increments",
      [](bench::Run& r) { submitThroughput(r, 1); }},
-    {"W1.2", "submit throughput, 2 workers", [](bench::Run& r) { submitThroughput(r, 2); }},
+    {"W1.2", "submit throughput, 2 workers",
+     [](bench::Run& r) { submitThroughput(r, static_cast<int>(bench::workers(2))); }},
     {"W2", "fan-out/fan-in: 1,000 rounds of 64 enqueues of ~1 us, waited for with a countdown", fanOutFanIn},
     {"W3.coro", "a chain of 200,000 task_group runs, each running the next (no coroutines in TBB)", groupHops},
     {"W3.chain", "a chain of 200,000 enqueued tasks, each enqueueing the next", taskChain},
@@ -203,6 +208,8 @@ const bench::Workload kWorkloads[] = {
 }  // namespace
 
 int main(int argc, char** argv) {
-  tbb::global_control threads(tbb::global_control::max_allowed_parallelism, 3);
+  // 2 workers and the producer; with BENCH_WORKERS_N, that many and the producer.
+  tbb::global_control threads(tbb::global_control::max_allowed_parallelism,
+                              std::max<std::size_t>(3, bench::workers(2) + 1));
   return bench::main("tbb", kWorkloads, argc, argv);
 }
