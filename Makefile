@@ -4,6 +4,7 @@
 # and, for CI:
 #   make check   make test, then the suite under ASan/UBSan and TSan, and a clang build
 #   make bench   the benchmarks (release build)
+#   make bench-scaling  W1, W2 and W4 by worker count (BENCH_WORKERS, default "1 2 4 8 16")
 # and, for reliability (docs/reliability.md):
 #   make fuzz    the libFuzzer targets, FUZZ_SECONDS each (default 60)
 #   make soak    the model-based stress driver for SOAK_SECONDS (default 600)
@@ -12,7 +13,8 @@
 SHELL := /bin/bash
 # curl is the client of the offload server's integration test.
 DEBIAN_PACKAGES := cmake ninja-build g++ clang make pkg-config libasio-dev catch2 libfmt-dev curl
-BENCH_PACKAGES := libtbb-dev valgrind
+# default-jdk-headless: the JDK's ThreadPoolExecutor and ForkJoinPool as peers (bench/java/).
+BENCH_PACKAGES := libtbb-dev valgrind default-jdk-headless
 # libFuzzer and its sanitizers ship with clang's runtime.
 FUZZ_PACKAGES := clang libclang-rt-14-dev
 FUZZ_SECONDS ?= 60
@@ -25,7 +27,7 @@ JOBS ?= $(shell nproc)
 BUILD_FLAGS ?= -j $(JOBS)
 CTEST_FLAGS ?= -j$(JOBS) --timeout 300
 
-.PHONY: all deps bench-deps fuzz-deps demo test check asan tsan clang bench install clean fuzz fuzz-smoke soak soak-server
+.PHONY: all deps bench-deps fuzz-deps demo test check asan tsan clang bench bench-scaling install clean fuzz fuzz-smoke soak soak-server
 
 all: test
 
@@ -99,6 +101,13 @@ bench: bench-deps
 	cmake --preset release -DCOEXEC_BUILD_BENCH=ON
 	cmake --build --preset release $(BUILD_FLAGS)
 	./bench/run.sh build/release
+
+# W1, W2 and W4 on each implementation with 1, 2, 4, 8 and 16 workers (set
+# BENCH_WORKERS="1 2" on a small machine) into docs/perf/scaling.md.
+bench-scaling: bench-deps
+	cmake --preset release -DCOEXEC_BUILD_BENCH=ON
+	cmake --build --preset release $(BUILD_FLAGS)
+	BENCH_MODE=scaling ./bench/run.sh build/release
 
 # Builds the library alone (the `install` preset: Release, no tests, no
 # examples, in build/install) and installs it, by default into /usr/local.
