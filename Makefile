@@ -2,7 +2,7 @@
 #   make demo    install missing Debian packages, build (release), run the offload-server demo
 #   make test    the same set-up, then the whole test suite
 # and, for CI:
-#   make check   make test, then the suite under ASan/UBSan and TSan, and a clang build
+#   make check   make test, then the suite under ASan/UBSan and TSan, and an optimized clang build (-O2, assertions on)
 #   make bench   the benchmarks (release build)
 #   make bench-scaling  W1, W2 and W4 by worker count (BENCH_WORKERS, default "1 2 4 8 16")
 # and, for reliability (docs/reliability.md):

@@ -43,7 +43,9 @@ asio::awaitable<void> handler(coexec::ThreadPoolExecutor& pool, std::thread::id 
   //    integers (docs/asio.md).
   const int n = 25;
   out.value = co_await coexec::asyncWait(pool.submit([&] { return fib(n); }), asio::use_awaitable);
-  out.valueOnIoThread = std::this_thread::get_id() == ioThread;
+  // coexec::thisThreadId(), not std::this_thread::get_id(): an optimizing
+  // compiler may reuse a get_id() read across co_await (docs/coroutines.md).
+  out.valueOnIoThread = coexec::thisThreadId() == ioThread;
 
   // A lambda whose capture owns memory: its Future is named first (on GCC 12
   // the one-expression form does not compile, and says why).
@@ -66,10 +68,10 @@ asio::awaitable<void> handler(coexec::ThreadPoolExecutor& pool, std::thread::id 
 // A coexec Task on the io_context, hopping to the pool for the CPU part.
 coexec::Task<long> hop(coexec::ThreadPoolExecutor& pool, asio::io_context& io, std::thread::id ioThread, Results& out) {
   co_await coexec::resumeOn(pool);
-  out.hopOnPool = std::this_thread::get_id() != ioThread;
+  out.hopOnPool = coexec::thisThreadId() != ioThread;
   const long v = fib(20);
   co_await coexec::resumeOn(io.get_executor());
-  out.hopBackOnIoThread = std::this_thread::get_id() == ioThread;
+  out.hopBackOnIoThread = coexec::thisThreadId() == ioThread;
   co_return v;
 }
 

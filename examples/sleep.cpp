@@ -59,7 +59,7 @@ int main() {
   const std::thread::id mainThread = std::this_thread::get_id();
   const std::thread::id resumedOn = coexec::syncWait([]() -> coexec::Task<std::thread::id> {
     co_await coexec::sleepFor(5ms);
-    co_return std::this_thread::get_id();
+    co_return coexec::thisThreadId();
   }());
   pool.close();
 

@@ -2,6 +2,7 @@
 // dispatch / defer / co_spawn run on the pool, and what a rejection does on
 // each path.
 #include "coexec/asio/AsioPoolExecutor.h"
+#include "coexec/ThisThread.h"
 
 #include <atomic>
 #include <chrono>
@@ -185,7 +186,7 @@ TEST_CASE("asio::co_spawn onto a saturated pool under abort() starts the corouti
   asio::co_spawn(
       asioExecutor(pool),
       [&]() -> asio::awaitable<int> {
-        bodyRanOn = std::this_thread::get_id();
+        bodyRanOn = coexec::thisThreadId();
         co_return 4;
       },
       [&](std::exception_ptr error, int v) {
@@ -224,7 +225,7 @@ TEST_CASE("a refused hop back onto the pool inside co_spawn goes on in the io_co
         // is new work for the pool, and it is refused.
         co_await timer.async_wait(asio::use_awaitable);
         secondTag = currentTag;
-        secondThread = std::this_thread::get_id();
+        secondThread = coexec::thisThreadId();
       },
       asio::detached);
   auto tag = firstTag.get_future();

@@ -16,6 +16,7 @@
 #include "TestSupport.h"
 #include "coexec/Sleep.h"
 #include "coexec/SyncWait.h"
+#include "coexec/ThisThread.h"
 #include "scheduler/TimerService.h"
 
 using namespace coexec;
@@ -49,7 +50,7 @@ TEST_CASE("spawn(io executor, task) runs the task on the io_context thread and s
   asio::io_context io;
   std::thread::id ranOn;
   auto task = [&]() -> Task<int> {
-    ranOn = std::this_thread::get_id();
+    ranOn = coexec::thisThreadId();
     co_return 42;
   };
   Future<int> f = spawn(io.get_executor(), task());
@@ -101,7 +102,7 @@ TEST_CASE("a sleep in a task on the io_context waits on its timers, cancel() wak
       co_await sleepFor(1h);
     } catch (const OperationCancelled&) {
       cancelledOut = true;
-      wokeOn = std::this_thread::get_id();
+      wokeOn = coexec::thisThreadId();
       throw;
     }
   };
@@ -129,7 +130,7 @@ TEST_CASE("sleepFor in a task on the io_context resumes on its thread after the 
     const auto before = std::chrono::steady_clock::now();
     co_await sleepFor(20ms);
     slept = std::chrono::steady_clock::now() - before;
-    wokeOn = std::this_thread::get_id();
+    wokeOn = coexec::thisThreadId();
   };
   Future<void> f = spawn(io.get_executor(), task());
   io.run();  // the sleep holds work: run() returns after it
@@ -166,15 +167,15 @@ TEST_CASE("a task hops io_context -> pool -> io_context with resumeOn, and await
   std::thread::id start, afterFuture, afterHopBack;
   std::string_view onPool = "unset", startTag = "unset";
   auto task = [&]() -> Task<int> {
-    start = std::this_thread::get_id();
+    start = coexec::thisThreadId();
     startTag = currentTag;
     auto f = pool.submit([] { return 20; });
     const int a = co_await f;  // resumes here, on the io_context
-    afterFuture = std::this_thread::get_id();
+    afterFuture = coexec::thisThreadId();
     co_await resumeOn(pool);
     onPool = currentTag;
     co_await resumeOn(io.get_executor());
-    afterHopBack = std::this_thread::get_id();
+    afterHopBack = coexec::thisThreadId();
     co_return a + 1;
   };
   Future<int> f = spawn(io.get_executor(), task());
@@ -196,7 +197,7 @@ TEST_CASE("a pool task hops to the io_context with resumeOn and back", "[asio][r
   auto task = [&]() -> Task<void> {
     before = currentTag;
     co_await resumeOn(ioThread.io.get_executor());
-    onIo = std::this_thread::get_id();
+    onIo = coexec::thisThreadId();
     co_await resumeOn(asioExecutor(pool));  // the pool's own hop
     after = currentTag;
   };

@@ -2,6 +2,7 @@
 // work, cancellation (||, parallel_group, a raw slot, raced against the
 // settlement), rejected tasks, and the graceful-shutdown order.
 #include "coexec/asio/AsyncWait.h"
+#include "coexec/ThisThread.h"
 
 #include <atomic>
 #include <chrono>
@@ -44,14 +45,14 @@ TEST_CASE("asyncWait with use_awaitable resumes on the io_context thread with th
           return 42;
         });
         value = co_await asyncWait(f, asio::use_awaitable);
-        resumedOn1 = std::this_thread::get_id();
+        resumedOn1 = coexec::thisThreadId();
         auto failing = pool.submit([]() -> int { throw std::runtime_error("boom"); });
         try {
           (void)co_await asyncWait(failing, asio::use_awaitable);
         } catch (const std::runtime_error& e) {
           error = e.what();
         }
-        resumedOn2 = std::this_thread::get_id();
+        resumedOn2 = coexec::thisThreadId();
       },
       asio::detached);
   io.run();

@@ -25,6 +25,7 @@
 #include "coexec/CancellationToken.h"
 #include "coexec/ResumeOn.h"
 #include "coexec/Task.h"
+#include "coexec/ThisThread.h"
 
 using namespace std::chrono_literals;
 
@@ -139,7 +140,7 @@ TEST_CASE("a coroutine awaiting work that completes on a thread of its own pool 
     Future<int> work = keeper.pool().submit([] { return 1; });
     reached.arrive();
     const int one = co_await work;
-    co_return Seen{std::this_thread::get_id(), insideRun.load(), one};
+    co_return Seen{coexec::thisThreadId(), insideRun.load(), one};
   });
   requireSuspended(pool, reached);
   PendingTask work = keeper.take();
@@ -351,7 +352,7 @@ TEST_CASE("callerRuns runs a rejected coroutine task in the caller until it firs
   REQUIRE(started.waitFor(1));
   pool.execute([] {});
   const std::thread::id caller = std::this_thread::get_id();
-  Future<bool> ranHere = pool.submit([caller]() -> Task<bool> { co_return std::this_thread::get_id() == caller; });
+  Future<bool> ranHere = pool.submit([caller]() -> Task<bool> { co_return coexec::thisThreadId() == caller; });
   CHECK(ranHere.isDone());
   CHECK(ranHere.get());
   CHECK(pool.stats().rejectedCount == 1);

@@ -23,6 +23,7 @@
 #include "coexec/Sleep.h"
 #include "coexec/SyncWait.h"
 #include "coexec/ThreadPoolExecutor.h"
+#include "coexec/ThisThread.h"
 
 using coexec::BrokenPromise;
 using coexec::Future;
@@ -53,9 +54,9 @@ Task<std::string> tryHop(ThreadPoolExecutor& pool, std::thread::id home) {
   try {
     co_await resumeOn(pool);
   } catch (const RejectedExecution&) {
-    co_return std::this_thread::get_id() == home ? "rejected at home" : "rejected elsewhere";
+    co_return coexec::thisThreadId() == home ? "rejected at home" : "rejected elsewhere";
   }
-  if (std::this_thread::get_id() == home) co_return "ran at home";
+  if (coexec::thisThreadId() == home) co_return "ran at home";
   co_return "hopped to " + std::string(currentTag);
 }
 
@@ -218,7 +219,7 @@ TEST_CASE("resumeOn to a saturated callerRuns pool runs each refused hop in the 
       int atHome = 0;
       for (int i = 0; i < kHops; ++i) {
         co_await resumeOn(pool);
-        if (std::this_thread::get_id() == caller) ++atHome;
+        if (coexec::thisThreadId() == caller) ++atHome;
       }
       co_return atHome;
     }(s.pool, home));

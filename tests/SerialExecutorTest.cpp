@@ -25,6 +25,7 @@
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
+#include "coexec/ThisThread.h"
 
 using coexec::CancellationSource;
 using coexec::Future;
@@ -407,7 +408,7 @@ TEST_CASE("resumeOn(lane) of a shut-down pool throws RejectedExecution from the 
     try {
       co_await resumeOn(lane);
     } catch (const RejectedExecution& e) {
-      co_return std::this_thread::get_id() == caller ? std::string(e.what()) : std::string("another thread");
+      co_return coexec::thisThreadId() == caller ? std::string(e.what()) : std::string("another thread");
     }
     co_return "no exception";
   }());

@@ -31,6 +31,7 @@
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
+#include "coexec/ThisThread.h"
 #include "scheduler/TimerService.h"
 
 using coexec::CancellationToken;
@@ -64,7 +65,7 @@ struct Woke {
 Task<Woke> sleepThenReport(SteadyClock::duration d) {
   const auto start = SteadyClock::now();
   co_await sleepFor(d);
-  co_return Woke{std::this_thread::get_id(), SteadyClock::now() - start};
+  co_return Woke{coexec::thisThreadId(), SteadyClock::now() - start};
 }
 
 /// The timer service a sleep on the calling thread waits in, chosen as
@@ -162,7 +163,7 @@ TEST_CASE("sleepUntil resumes on the syncWait thread once the steady clock has r
   const auto [thread, woke] =
       syncWait([](SteadyClock::time_point t) -> Task<std::pair<std::thread::id, SteadyClock::time_point>> {
         co_await sleepUntil(t);
-        co_return std::pair{std::this_thread::get_id(), SteadyClock::now()};
+        co_return std::pair{coexec::thisThreadId(), SteadyClock::now()};
       }(deadline));
   CHECK(thread == std::this_thread::get_id());
   CHECK(woke >= deadline);
@@ -449,7 +450,7 @@ TEST_CASE("a coroutine whose token is already cancelled gets OperationCancelled 
   const std::size_t timersBefore = service.pendingCount();
 
   auto sleeps = [&outcome]() -> Task<void> {
-    const auto thread = std::this_thread::get_id();
+    const auto thread = coexec::thisThreadId();
     for (int kind = 0; kind < 4; ++kind) {
       try {
         switch (kind) {
@@ -463,7 +464,7 @@ TEST_CASE("a coroutine whose token is already cancelled gets OperationCancelled 
       }
       if (outcome.markerRan) outcome.markerRanFirst = true;
     }
-    if (std::this_thread::get_id() != thread) outcome.suspended = true;
+    if (coexec::thisThreadId() != thread) outcome.suspended = true;
   };
   Future<void> task;
   SECTION("a token the coroutine asks for after the cancel") {

@@ -17,6 +17,7 @@
 #include "CoroutineTestSupport.h"
 #include "coexec/ResumeOn.h"
 #include "coexec/ThreadPoolExecutor.h"
+#include "coexec/ThisThread.h"
 
 using coexec::Future;
 using coexec::resumeOn;
@@ -47,7 +48,7 @@ Task<int> awaitPoolWork(ThreadPoolExecutor& pool, int count, std::thread::id hom
   for (int i = 0; i < count; ++i) {
     Future<int> future = pool.submit([i] { return i; });
     sum += co_await future;
-    if (std::this_thread::get_id() == home) ++resumedAtHome;
+    if (coexec::thisThreadId() == home) ++resumedAtHome;
   }
   co_return sum;
 }
@@ -121,7 +122,7 @@ TEST_CASE("syncWait nested in a coroutine restores the outer run loop", "[syncwa
     const int inner = syncWait(awaitPoolWork(p, 3, h, innerResumedAtHome));
     Future<int> future = p.submit([] { return 10; });
     const int after = co_await future;  // resumes through the outer loop
-    const bool atHome = std::this_thread::get_id() == h;
+    const bool atHome = coexec::thisThreadId() == h;
     co_return (atHome && innerResumedAtHome == 3) ? inner + after : -1;
   };
   CHECK(syncWait(outer(pool, home)) == 13);

@@ -31,6 +31,7 @@
 #include "coexec/ResumeOn.h"
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
+#include "coexec/ThisThread.h"
 
 using namespace std::chrono_literals;
 
@@ -416,7 +417,7 @@ TEST_CASE("beforeExecute and afterExecute run once per coroutine task, on the th
   Future<Path> path = pool.submit(
       [&]() -> Task<Path> {
         Path seen;
-        seen.started = std::this_thread::get_id();
+        seen.started = coexec::thisThreadId();
         startedOn = seen.started;
         co_await coexec::resumeOn(pool);  // a resumption, not a task: no hook
         Future<int> later = q.submit([&remote] {
@@ -425,7 +426,7 @@ TEST_CASE("beforeExecute and afterExecute run once per coroutine task, on the th
         });
         reached.arrive();
         co_await later;
-        seen.finished = std::this_thread::get_id();
+        seen.finished = coexec::thisThreadId();
         co_return seen;
       },
       kCoroutineTag);

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -24,6 +25,29 @@ HttpResponse methodNotAllowed() {
 
 double milliseconds(std::chrono::nanoseconds d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
+/// The most times one /work request may repeat its count (`repeat`).
+constexpr std::uint64_t kMaxRepeat = 1000;
+
+/// Parses the decimal query parameter `name` into `value` (left as it is when
+/// the parameter is absent); an error text for a 400 otherwise, empty if it
+/// is fine.
+std::string parseNumber(std::string_view query, std::string_view name, std::uint64_t low, std::uint64_t high,
+                        std::uint64_t& value) {
+  const QueryParameter parameter = findQueryParameter(query, name);
+  if (!parameter.found) return {};
+  const std::string& text = parameter.value;
+  std::uint64_t parsed = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+  if (parameter.malformed || text.empty() || ec == std::errc::invalid_argument || end != text.data() + text.size()) {
+    return fmt::format("Parameter {} must be a decimal number.", name);
+  }
+  if (ec == std::errc::result_out_of_range || parsed < low || parsed > high) {
+    return fmt::format("Parameter {} must be between {} and {}.", name, low, high);
+  }
+  value = parsed;
+  return {};
+}
+
 }  // namespace
 
 asio::awaitable<HttpResponse> Router::handle(const HttpRequest& request) {
@@ -42,25 +66,28 @@ asio::awaitable<HttpResponse> Router::handle(const HttpRequest& request) {
 }
 
 asio::awaitable<HttpResponse> Router::work(const HttpRequest& request) {
-  const QueryParameter parameter = findQueryParameter(request.query, "n");
-  if (!parameter.found) co_return HttpResponse::text(400, "Missing parameter n: use /work?n=N.");
-  std::uint64_t n = 0;
-  const std::string& text = parameter.value;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (parameter.malformed || text.empty() || ec == std::errc::invalid_argument || end != text.data() + text.size()) {
-    co_return HttpResponse::text(400, "Parameter n must be a decimal number.");
+  if (!findQueryParameter(request.query, "n").found) {
+    co_return HttpResponse::text(400, "Missing parameter n: use /work?n=N.");
   }
-  if (ec == std::errc::result_out_of_range || n < 1 || n > kMaxPrimeLimit) {
-    co_return HttpResponse::text(400, fmt::format("Parameter n must be between 1 and {}.", kMaxPrimeLimit));
+  std::uint64_t n = 0;
+  if (std::string error = parseNumber(request.query, "n", 1, kMaxPrimeLimit, n); !error.empty()) {
+    co_return HttpResponse::text(400, error);
+  }
+  // A heavier job: the same count, `repeat` times (load and shutdown tests
+  // that need a job to outlast their checks in an optimized build too).
+  std::uint64_t repeat = 1;
+  if (std::string error = parseNumber(request.query, "repeat", 1, kMaxRepeat, repeat); !error.empty()) {
+    co_return HttpResponse::text(400, error);
   }
 
   const Clock::time_point submitted = Clock::now();
   // Captures only trivially destructible values (see docs/coroutines.md,
   // "GCC 12 bugs and the safe forms").
-  const auto job = [n, submitted](const coexec::CancellationToken& token) {
+  const auto job = [n, repeat, submitted](const coexec::CancellationToken& token) {
     const Clock::time_point started = Clock::now();
     WorkResult result;
-    result.primes = countPrimesBelow(n, token);
+    for (std::uint64_t i = 0; i < repeat; ++i)
+      result.primes = countPrimesBelow(n, token);  // throws OperationCancelled once the token is
     result.queued = started - submitted;
     result.compute = Clock::now() - started;
     return result;

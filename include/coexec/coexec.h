@@ -24,6 +24,7 @@
 #include "coexec/TaskLocal.h"
 #include "coexec/TaskGroup.h"
 #include "coexec/TaskOptions.h"
+#include "coexec/ThisThread.h"
 #include "coexec/ThreadDump.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/ThreadPoolOptions.h"

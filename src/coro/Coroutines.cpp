@@ -1,6 +1,7 @@
 // The coroutine layer's compiled parts: syncWait's run loop, resumeOn's hop,
 // the checks that refuse blocking waits on a pool's own threads, and the error
-// for starting a Task twice.
+// for starting a Task twice, and thisThreadId() (out of line on purpose: see
+// ThisThread.h).
 
 #include <atomic>
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "scheduler/SpinWait.h"
 #include "coexec/ResumeOn.h"
 #include "coexec/SyncWait.h"
+#include "coexec/ThisThread.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/CoroutineTask.h"
 
@@ -263,5 +265,9 @@ void ResumeOnAwaiter::await_resume() {
 }  // namespace detail
 
 detail::ResumeOnAwaiter resumeOn(ThreadPoolExecutor& pool) noexcept { return detail::ResumeOnAwaiter(pool); }
+
+// Out of line, in the library: a call the optimizer of the caller's coroutine
+// cannot see through, so it cannot merge two of them across a suspension.
+std::thread::id thisThreadId() noexcept { return std::this_thread::get_id(); }
 
 }  // namespace coexec

@@ -209,13 +209,23 @@ pool_shows() {
   done
   echo no
 }
+# A long job: the largest count, repeated until it takes about 2 s in this
+# build (70 ms once at -O2, over a second at -O0), so that it outlasts the
+# checks below whatever the optimization.
+one_ms=$(curl -s --max-time 120 "$(url /work?n=100000000)" | sed -n 's/.*"compute_ms":\([0-9.]*\).*/\1/p')
+repeat=$(awk -v ms="$one_ms" 'BEGIN { r = int(2000 / (ms > 0 ? ms : 1)) + 1; print (r > 1000 ? 1000 : r) }')
+LONG="/work?n=100000000&repeat=$repeat"
+expect "a repeated count gives the same primes" \
+  "$(curl -s --max-time 60 "$(url '/work?n=1000&repeat=3')" | sed -n 's/.*"primes":\([0-9]*\).*/\1/p')" 168
+expect "repeat=0 refused" "$(curl -s -o /dev/null -w '%{http_code}' "$(url '/work?n=10&repeat=0')")" 400
+expect "repeat=1001 refused" "$(curl -s -o /dev/null -w '%{http_code}' "$(url '/work?n=10&repeat=1001')")" 400
 # Fill the pool one job at a time (a second job sent at once could find the
 # first still in the queue, not yet taken by the idle thread, and be refused).
 expect "pool idle before the long requests" "$(pool_shows 0 0)" yes
-curl -s -o "$WORK/long1.body" -w '%{http_code}' --max-time 120 "$(url /work?n=100000000)" >"$WORK/long1.code" &
+curl -s -o "$WORK/long1.body" -w '%{http_code}' --max-time 120 "$(url "$LONG")" >"$WORK/long1.code" &
 long_pid1=$!
 expect "first long request running" "$(pool_shows 1 0)" yes
-curl -s -o "$WORK/long2.body" -w '%{http_code}' --max-time 120 "$(url /work?n=100000000)" >"$WORK/long2.code" &
+curl -s -o "$WORK/long2.body" -w '%{http_code}' --max-time 120 "$(url "$LONG")" >"$WORK/long2.code" &
 long_pid2=$!
 full=$(pool_shows 1 1)
 expect "pool full (1 running, 1 queued)" "$full" yes
@@ -253,7 +263,7 @@ echo "graceful shutdown"
 start_server b --threads 2 --queue 8
 long_pids=()
 for i in $(seq 6); do
-  curl -s -o "$WORK/shut$i.body" -w '%{http_code}' --max-time 120 "$(url /work?n=100000000)" >"$WORK/shut$i.code" &
+  curl -s -o "$WORK/shut$i.body" -w '%{http_code}' --max-time 120 "$(url "$LONG")" >"$WORK/shut$i.code" &
   long_pids+=($!)
 done
 admitted=""
