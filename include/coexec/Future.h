@@ -34,6 +34,12 @@ struct FutureAccess;
 /// Throws std::logic_error if the calling thread belongs to the pool that owns
 /// `core` and the task has not finished: a blocking wait there can deadlock.
 COEXEC_EXPORT void checkBlockingWaitAllowed(const TaskCore& core, const char* operation);
+/// Called by a coroutine about to suspend on the Future of `task`: if the
+/// calling thread is a worker of the pool that queued `task` on a local queue
+/// (fork/join work) and no thread has started it, runs it here, now, to its
+/// end or its first suspension (ForkJoinPool's join), unless the thread's
+/// stack is too deep for it. Never throws.
+COEXEC_EXPORT void joinInline(TaskCore& task) noexcept;
 }  // namespace detail
 
 /// The result side of a task already handed to a pool (eager, like Java's
@@ -170,6 +176,13 @@ class FutureAwaiter {
   /// settled with: OperationCancelled, unless it had finished first).
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> awaiting) {
+    // Fork/join: a task still queued on this pool is run here rather than
+    // waited for (the awaiting coroutine is suspended meanwhile, and goes on
+    // at once if that finished it).
+    if (core_->joinable) {
+      joinInline(*core_);
+      if (core_->isDone()) return false;
+    }
     TaskContext* const context = taskContextOf(awaiting);
     // A child of the awaiting task needs no link: cancelling the task
     // cancels it (fork/join awaits its own children: the common case costs

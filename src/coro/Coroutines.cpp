@@ -3,6 +3,9 @@
 // for starting a Task twice, and thisThreadId() (out of line on purpose: see
 // ThisThread.h).
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <condition_variable>
@@ -90,6 +93,42 @@ class HopTask final : public TaskCore {
 }  // namespace
 
 constinit thread_local TaskCore* tlsCurrentTask = nullptr;
+
+namespace {
+
+/// Stack kept free under the deepest nesting stackIsLow() allows, whatever
+/// the thread's stack size (at least a quarter of it).
+constexpr std::size_t kStackReserve = 64 * 1024;
+
+/// The lowest address of the calling thread's stack that nesting may reach;
+/// 0 if the stack cannot be read (then nothing counts as low).
+std::uintptr_t stackFloorOfThisThread() noexcept {
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return 0;
+  void* base = nullptr;
+  std::size_t size = 0;
+  const bool known = pthread_attr_getstack(&attr, &base, &size) == 0;
+  pthread_attr_destroy(&attr);
+  if (!known) return 0;
+  const std::size_t reserve = std::max(kStackReserve, size / 4);
+  // The stack grows down from base + size; a stack too small for the
+  // reserve is always low (its whole length is the reserve).
+  return reinterpret_cast<std::uintptr_t>(base) + std::min(reserve, size);
+}
+
+}  // namespace
+
+bool stackIsLow() noexcept {
+  // Per thread, read once (constinit: no guard on access). A thread's stack
+  // does not move.
+  constinit thread_local std::uintptr_t floor = 0;
+  constinit thread_local bool known = false;
+  if (!known) {
+    floor = stackFloorOfThisThread();
+    known = true;
+  }
+  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0)) < floor;
+}
 
 Trampoline*& currentTrampoline() noexcept {
   thread_local Trampoline* current = nullptr;

@@ -333,10 +333,11 @@ RejectedExecution ThreadPoolExecutor::rejection(const PendingTask& task) const {
 bool ThreadPoolExecutor::evictOldest() {
   detail::PoolImpl& p = *impl_;
   PendingTask victim;
+  std::vector<detail::Ref<detail::TaskCore>> joined;  // dropped after the lock
   {
     std::lock_guard lock(p.mutex_);
     if (p.state_ != PoolState::running) return false;
-    victim = p.takeOldestLocked();
+    victim = p.takeOldestLocked(joined);
     if (!victim.valid()) return false;
     p.publishSharedWorkLocked();
     if (victim.isCancelled()) {

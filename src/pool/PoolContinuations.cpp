@@ -99,22 +99,9 @@ void PoolImpl::postYield(std::coroutine_handle<> handle) noexcept {
 }
 
 void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexcept {
-  const TaskInfo info{name_, tlsWorkerName ? std::string_view(*tlsWorkerName) : std::string_view("(outside the pool)"),
-                      task.hasFuture(), task.priority(), task.name()};
-  if (hooks_.afterExecute) {
-    try {
-      hooks_.afterExecute(info, result.error);
-    } catch (...) {
-      printDropped("the afterExecute hook", name_, info.threadName, std::current_exception());
-    }
-  }
-  if (result.outcome == Outcome::failed) {
-    if (!task.hasFuture()) {
-      reportUncaught(result.error, info);
-    } else {
-      sink_->armIfUnread(task, info.threadName);  // before the decrement below: the pool is alive
-    }
-  }
+  // Built only for a hook or a report: a coroutine that succeeds on a pool
+  // without hooks reads none of it.
+  if (hooks_.afterExecute || result.outcome == Outcome::failed) coroutineFinishedSlow(task, result);
   count(result.outcome);
   if (task.hasToken()) {
     std::lock_guard inFlightLock(inFlightMutex_);
@@ -128,6 +115,25 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
   // The reference the task handed over: dropped last (the task's state is
   // not the pool's, which may be gone by now).
   task.release();
+}
+
+void PoolImpl::coroutineFinishedSlow(TaskCore& task, const RunResult& result) noexcept {
+  const TaskInfo info{name_, tlsWorkerName ? std::string_view(*tlsWorkerName) : std::string_view("(outside the pool)"),
+                      task.hasFuture(), task.priority(), task.name()};
+  if (hooks_.afterExecute) {
+    try {
+      hooks_.afterExecute(info, result.error);
+    } catch (...) {
+      printDropped("the afterExecute hook", name_, info.threadName, std::current_exception());
+    }
+  }
+  if (result.outcome == Outcome::failed) {
+    if (!task.hasFuture()) {
+      reportUncaught(result.error, info);
+    } else {
+      sink_->armIfUnread(task, info.threadName);  // before leaveFlight(): the pool is alive
+    }
+  }
 }
 
 bool PoolImpl::runOutside(Ref<TaskCore>& task, Outside where) noexcept {

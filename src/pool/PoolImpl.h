@@ -165,6 +165,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   void postYield(std::coroutine_handle<> handle) noexcept;
   // CoroutineObserver: a coroutine task of this pool finished.
   void coroutineFinished(TaskCore& task, const RunResult& result) noexcept override;
+  // Its afterExecute hook and failure report, when there is one of them.
+  void coroutineFinishedSlow(TaskCore& task, const RunResult& result) noexcept;
   // CoroutineObserver: a coroutine task of this pool created its token on
   // demand; tracked in inFlightTasks_ from now on.
   void coroutineTokenCreated(TaskCore& task) override;
@@ -188,6 +190,10 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   /// refuses the task then). Takes mutex_ for a caller (not held by it); a
   /// temporary thread keeps the pool from terminating already. Never throws.
   bool runOutside(Ref<TaskCore>& task, Outside where) noexcept;
+  /// Runs `task`, whose Future a coroutine on `worker`'s thread (the calling
+  /// thread) is about to await, on this thread now, if no thread has started
+  /// it yet (PoolJoin.cpp). Never throws.
+  void runJoined(Worker& worker, TaskCore& task) noexcept;
   /// A task settled as cancelled when it was submitted (its token, or the
   /// task submitting it, was cancelled already): counted in taskCount and
   /// cancelledCount, never admitted.
@@ -526,6 +532,11 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
 
   // Runs one work item without the pool's lock.
   void execute(Worker& worker, Work work);
+  // Runs a task the calling worker has started (tryStart, tryStartJoined):
+  // the hooks, its body (a coroutine to its first suspension), the count.
+  // A coroutine takes the reference `task` holds (it keeps it until it
+  // ends); a callable's is left to the caller to drop, outside its locks.
+  void runStarted(Worker& worker, Ref<TaskCore>& task);
   RunResult runTask(Worker& worker, TaskCore& task);
   void count(Outcome outcome) noexcept;
   [[nodiscard]] bool quiescentLocked() const noexcept;
@@ -541,11 +552,14 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
     stateMirror_.store(state, std::memory_order_seq_cst);  // seq_cst: paired with admitting_
   }
   // Requires: mutex_ held. Drains every worker's local queue, oldest first.
-  void drainLocalsLocked(std::vector<PendingTask>& into);
+  // Entries of tasks a join started (PoolJoin.cpp) go to `joined`, for the
+  // caller to drop once it has released the lock.
+  void drainLocalsLocked(std::vector<PendingTask>& into, std::vector<Ref<TaskCore>>& joined);
   // Requires: mutex_ held. Takes the oldest queued task (discardOldest's
   // victim): the shared queue's head, else the oldest of the first local
   // queue that has one; gives its place back. Empty if nothing is queued.
-  PendingTask takeOldestLocked();
+  // Entries of joined tasks met on the way go to `joined`, as above.
+  PendingTask takeOldestLocked(std::vector<Ref<TaskCore>>& joined);
 
  private:
   // Requires: mutex_ held.

@@ -123,6 +123,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
   std::vector<PendingTask> unrun;
   std::vector<PendingTask> cancelled;
   std::vector<detail::Ref<detail::TaskCore>> running;
+  std::vector<detail::Ref<detail::TaskCore>> joined;  // entries of tasks joins ran: dropped after the lock
   detail::TimerWork timers;
   {
     std::unique_lock lock(p.mutex_);
@@ -132,7 +133,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     std::vector<PendingTask> queued = p.drainSharedLocked();
     p.releaseQueued(queued.size());
     p.publishSharedWorkLocked();
-    p.drainLocalsLocked(queued);  // after the shared queue: it holds the older tasks
+    p.drainLocalsLocked(queued, joined);  // after the shared queue: it holds the older tasks
     // Pending timers are cancelled; one-shot tasks that became due and have
     // not started are returned after the queued ones.
     p.stopTimersLocked(/*now=*/true, timers, &queued);

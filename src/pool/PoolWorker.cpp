@@ -92,6 +92,13 @@ void PoolImpl::execute(Worker& worker, Work work) {
     return;
   }
   Ref<TaskCore> task = std::move(work.task);
+  if (task->startedByJoin()) {
+    // The entry of a task a join ran where it was awaited (PoolJoin.cpp): it
+    // left its queue now (its place is given back); nothing to run or count.
+    task = Ref<TaskCore>();
+    addOwn<std::size_t>(counters.active, -1, std::memory_order_relaxed);
+    return;
+  }
   // For dumpThreads(): which task runs, since when (a coarse clock: a few ns).
   counters.running.store(runningWord(task->nameId()), std::memory_order_relaxed);
   // Only a task with a token can observe shutdownNow(): track just those.
@@ -109,9 +116,26 @@ void PoolImpl::execute(Worker& worker, Work work) {
     }
     if (stopped) task->requestTokenCancellation();  // outside the lock: callbacks are user code
   }
-  if (!task->tryStart()) {  // cancelled while queued
-    addOwn<std::uint64_t>(counters.cancelled, 1, std::memory_order_release);
-  } else if (task->isCoroutine()) {
+  if (!task->tryStart()) {
+    // Cancelled while queued (or, since the look above, started by a join:
+    // its entry counts nowhere).
+    if (!task->startedByJoin()) addOwn<std::uint64_t>(counters.cancelled, 1, std::memory_order_release);
+  } else {
+    runStarted(worker, task);
+  }
+  if (tracked) {
+    std::lock_guard local(worker.localMutex);
+    worker.current = Ref<TaskCore>();
+  }
+  task = Ref<TaskCore>();  // user captures are destroyed here, outside every lock
+  counters.running.store(0, std::memory_order_relaxed);
+  addOwn<std::size_t>(counters.active, -1, std::memory_order_relaxed);
+}
+
+void PoolImpl::runStarted(Worker& worker, Ref<TaskCore>& task) {
+  Counters& counters = worker.counters;
+  if (task->isCoroutine()) {
+    const bool tracked = task->hasToken();
     bool started = true;
     if (hooks_.beforeExecute) {
       const TaskInfo info{name_, worker.name, task->hasFuture(), task->priority(), task->name()};
@@ -144,13 +168,6 @@ void PoolImpl::execute(Worker& worker, Work work) {
   } else if (const RunResult result = runTask(worker, *task); task->countsInStats) {
     count(result.outcome);  // (a periodic run counts with its schedule instead)
   }
-  if (tracked) {
-    std::lock_guard local(worker.localMutex);
-    worker.current = Ref<TaskCore>();
-  }
-  task = Ref<TaskCore>();  // user captures are destroyed here, outside every lock
-  counters.running.store(0, std::memory_order_relaxed);
-  addOwn<std::size_t>(counters.active, -1, std::memory_order_relaxed);
 }
 
 RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
@@ -225,6 +242,7 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
     return false;
   }
   task.core_->owner = this;
+  task.core_->joinable = task.core_->hasFuture();  // an awaiter on this pool may run it (PoolJoin.cpp)
   addOwn<std::uint64_t>(worker->counters.tasks, 1, std::memory_order_relaxed);  // before anyone can run it
   // The seq_cst push, then seq_cst loads of searching_ and idleCount_: pairs
   // with a parking worker that stores idleCount_ and then reads every local
@@ -359,7 +377,7 @@ bool PoolImpl::anyLocalWorkLocked() const noexcept {
   return false;
 }
 
-PendingTask PoolImpl::takeOldestLocked() {
+PendingTask PoolImpl::takeOldestLocked(std::vector<Ref<TaskCore>>& joined) {
   TaskCore* raw = nullptr;
   if (inject_ && inject_->tryPop(raw)) {  // the ring holds the oldest shared tasks
     leftQueue(/*locked=*/true);
@@ -373,15 +391,23 @@ PendingTask PoolImpl::takeOldestLocked() {
   // threads submitted. The oldest of the first local queue that has one goes
   // (each worker's oldest: the one thieves take first).
   for (Worker& worker : workers_) {
-    if (Ref<TaskCore> task; stealFrom(worker, task)) return PendingTask(std::move(task));
+    for (Ref<TaskCore> task; stealFrom(worker, task);) {
+      if (task->closeToJoins()) return PendingTask(std::move(task));  // from now on no join can start it
+      joined.push_back(std::move(task));  // the entry of a task a join ran: not a victim
+    }
   }
   return {};
 }
 
-void PoolImpl::drainLocalsLocked(std::vector<PendingTask>& into) {
+void PoolImpl::drainLocalsLocked(std::vector<PendingTask>& into, std::vector<Ref<TaskCore>>& joined) {
   for (Worker& worker : workers_) {
-    for (Ref<TaskCore> task; stealFrom(worker, task);)  // oldest first
-      into.push_back(PendingTask(std::move(task)));
+    for (Ref<TaskCore> task; stealFrom(worker, task);) {  // oldest first
+      if (task->closeToJoins()) {
+        into.push_back(PendingTask(std::move(task)));  // from now on no join can start it
+      } else {
+        joined.push_back(std::move(task));  // the entry of a task a join ran: neither queued nor returned
+      }
+    }
   }
 }
 

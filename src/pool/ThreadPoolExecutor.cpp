@@ -91,6 +91,14 @@ Scheduler* currentScheduler() noexcept { return tlsScheduler; }
 
 Scheduler* exchangeCurrentScheduler(Scheduler* scheduler) noexcept { return std::exchange(tlsScheduler, scheduler); }
 
+void resumeFor(Scheduler* scheduler, std::coroutine_handle<> handle) noexcept {
+  if (scheduler != nullptr && (scheduler != tlsScheduler || stackIsLow())) {
+    scheduler->post(handle);  // a pool from its own thread: the worker's next continuation, after this item
+  } else {
+    resume(handle);
+  }
+}
+
 const void* currentPoolIdentity() noexcept { return tlsPool; }
 
 void printDropped(std::string_view what, std::string_view poolName, std::string_view threadName,

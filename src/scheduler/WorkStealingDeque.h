@@ -66,6 +66,14 @@ class WorkStealingDeque {
     return true;
   }
 
+  /// Owner only, right after a pop() that returned true: puts `value` back
+  /// at the bottom. Never grows (the pop made room), so never throws.
+  void pushBack(T value) noexcept {
+    const std::int64_t b = bottom_.load(std::memory_order_relaxed);
+    array_.load(std::memory_order_relaxed)->at(b).store(value, std::memory_order_relaxed);
+    bottom_.store(b + 1, std::memory_order_seq_cst);
+  }
+
   /// Any thread. Takes the oldest value into `out`; `contended` if another
   /// thread took it first (try again).
   Steal steal(T& out) noexcept {

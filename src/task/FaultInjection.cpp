@@ -26,6 +26,9 @@ std::atomic<std::int64_t> live{0};
 // setAfterLockFreePush), so relaxed loads see it.
 std::atomic<void (*)(void*)> afterPushHook{nullptr};
 std::atomic<void*> afterPushArg{nullptr};
+// The join pause point, likewise.
+std::atomic<void (*)(void*)> beforeJoinHook{nullptr};
+std::atomic<void*> beforeJoinArg{nullptr};
 
 /// COEXEC_FAULT_TRACE_LIVE: each live block's allocation number and stack.
 struct LiveTrace {
@@ -101,6 +104,17 @@ void FaultInjection::onLockFreePush() noexcept {
   }
 }
 
+void FaultInjection::setBeforeJoin(void (*hook)(void*), void* arg) noexcept {
+  beforeJoinArg.store(arg, std::memory_order_relaxed);
+  beforeJoinHook.store(hook, std::memory_order_relaxed);
+}
+
+void FaultInjection::onBeforeJoin() noexcept {
+  if (void (*const hook)(void*) = beforeJoinHook.load(std::memory_order_relaxed); hook != nullptr) {
+    hook(beforeJoinArg.load(std::memory_order_relaxed));
+  }
+}
+
 void FaultInjection::printLiveBlocks(std::uint64_t since) noexcept {
   if (!kTraceLive) return;
   std::lock_guard lock(traceMutex);
@@ -125,6 +139,8 @@ void FaultInjection::onFrameAllocated(void* /*block*/) noexcept {}
 void FaultInjection::onFrameDeallocate(void* /*block*/) noexcept {}
 void FaultInjection::setAfterLockFreePush(void (* /*hook*/)(void*), void* /*arg*/) noexcept {}
 void FaultInjection::onLockFreePush() noexcept {}
+void FaultInjection::setBeforeJoin(void (* /*hook*/)(void*), void* /*arg*/) noexcept {}
+void FaultInjection::onBeforeJoin() noexcept {}
 void FaultInjection::printLiveBlocks(std::uint64_t /*since*/) noexcept {}
 
 #endif

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <mutex>
 #include <new>
@@ -74,11 +75,12 @@ struct FreeBlock {
   FreeBlock* next;
 };
 
+/// The class of a block of `size` bytes (header included): the smallest power
+/// of two that holds it, from 2^kMinClassShift; kClasses or more above the
+/// largest class.
 std::size_t classOf(std::size_t size) noexcept {
-  std::size_t shift = kMinClassShift;
-  while (shift <= kMaxClassShift && (std::size_t{1} << shift) < size)
-    ++shift;
-  return shift - kMinClassShift;
+  const auto shift = static_cast<std::size_t>(std::bit_width(size - 1));  // size >= kHeader > 1
+  return shift <= kMinClassShift ? 0 : shift - kMinClassShift;
 }
 
 struct Cache {
@@ -215,6 +217,12 @@ ParkedCaches& parkedCaches() {
 // this thread come from the global allocator. Trivially destructible.
 thread_local bool cacheGone = false;
 
+// This thread's cache once it has one, until it is parked: what the hot
+// paths read (constinit and trivially destructible: a plain thread-local
+// load, with no initialisation guard or wrapper call, which the
+// destructor-bearing ThreadCache below would need on every access).
+constinit thread_local Cache* tlsCache = nullptr;
+
 struct ThreadCache {
   Cache* cache = nullptr;
   Cache& get() {
@@ -226,6 +234,7 @@ struct ThreadCache {
   }
   ~ThreadCache() {
     cacheGone = true;
+    tlsCache = nullptr;
     if (cache) {
       try {
         parkedCaches().park(cache);
@@ -238,6 +247,14 @@ struct ThreadCache {
 };
 
 thread_local ThreadCache threadCache;
+
+/// The calling thread's cache, set up on its first use; null once the thread
+/// is exiting (its cache parked). The slow path of allocateBlock().
+[[gnu::noinline]] Cache* attachCache() {
+  if (cacheGone) return nullptr;
+  tlsCache = &threadCache.get();
+  return tlsCache;
+}
 
 void* payloadOf(Header* header) noexcept { return reinterpret_cast<char*>(header) + kHeader; }
 Header* headerOf(void* payload) noexcept { return reinterpret_cast<Header*>(static_cast<char*>(payload) - kHeader); }
@@ -263,13 +280,14 @@ namespace {
 void* allocateBlock(std::size_t size) {
   const std::size_t total = size + kHeader;
   const std::size_t c = classOf(total);
-  if (c >= kClasses || cacheGone) {
+  Cache* const mine = c < kClasses ? (tlsCache != nullptr ? tlsCache : attachCache()) : nullptr;
+  if (mine == nullptr) {  // a large block, or a thread that is exiting
     auto* header = static_cast<Header*>(::operator new(total));
     header->owner = nullptr;
     header->cls = static_cast<std::uint32_t>(kClasses);
     return payloadOf(header);
   }
-  Cache& cache = threadCache.get();
+  Cache& cache = *mine;
   if (!cache.heads[c]) cache.reclaim(c);
   Header* header = nullptr;
   if (FreeBlock* block = cache.heads[c]) {
@@ -295,14 +313,14 @@ void* allocateBlock(std::size_t size) {
 
 std::size_t FrameAllocator::cachedBlocks(std::size_t size) noexcept {
   const std::size_t c = classOf(size + kHeader);
-  if (c >= kClasses || cacheGone || threadCache.cache == nullptr) return 0;
-  return threadCache.cache->counts[c] + threadCache.cache->spareCounts[c];
+  if (c >= kClasses || tlsCache == nullptr) return 0;
+  return tlsCache->counts[c] + tlsCache->spareCounts[c];
 }
 
 std::size_t FrameAllocator::returnedBlocks(std::size_t size) noexcept {
   const std::size_t c = classOf(size + kHeader);
-  if (c >= kClasses || cacheGone || threadCache.cache == nullptr) return 0;
-  return threadCache.cache->returnedCount(c);
+  if (c >= kClasses || tlsCache == nullptr) return 0;
+  return tlsCache->returnedCount(c);
 }
 
 void FrameAllocator::deallocate(void* block, std::size_t /*size*/) noexcept {
@@ -317,7 +335,7 @@ void FrameAllocator::deallocate(void* block, std::size_t /*size*/) noexcept {
     return;
   }
   auto* free = reinterpret_cast<FreeBlock*>(header);
-  if (!cacheGone && owner == threadCache.cache) {
+  if (owner == tlsCache) {  // null on a thread without a cache or exiting: never an owner
     if (owner->counts[c] < owner->limits[c]) {
       free->next = owner->heads[c];
       owner->heads[c] = free;

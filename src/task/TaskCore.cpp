@@ -207,6 +207,25 @@ bool TaskCore::tryStart() noexcept {
   return false;
 }
 
+bool TaskCore::tryStartJoined() noexcept {
+  std::uint32_t s = state_.load(std::memory_order_acquire);
+  while (stageOf(s) == kQueued && (s & kNoJoin) == 0) {
+    if (state_.compare_exchange_weak(s, s | kRunning | kJoined, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool TaskCore::closeToJoins() noexcept {
+  if (!joinable) return true;  // no join ever starts it (and its stage word may have no flags: see tryStart)
+  std::uint32_t s = state_.load(std::memory_order_acquire);
+  while (stageOf(s) == kQueued && (s & kNoJoin) == 0) {
+    if (state_.compare_exchange_weak(s, s | kNoJoin, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
+  }
+  return (s & kJoined) == 0;
+}
+
 RunResult TaskCore::run() noexcept {
   std::exception_ptr error;
   // The current task while the body runs, and only then: work it submits is

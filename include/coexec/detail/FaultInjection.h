@@ -23,6 +23,10 @@ namespace coexec::detail {
 /// submission wakes or starts a thread for it, so that a race test can run
 /// shutdownNow() (or anything else) in that window.
 ///
+/// The join pause point: a hook that runs where a pool thread is about to
+/// run a queued task inside the co_await of its Future (a join), before it
+/// takes the task.
+///
 /// The faults of user-supplied code (thread factory, hooks, the uncaught
 /// handler, a rejection handler) need no switch here: a test supplies that
 /// code and makes it throw (tests/stress/FaultPlan.h).
@@ -63,6 +67,16 @@ struct COEXEC_EXPORT FaultInjection {
   /// Called by the admission after a lock-free push when available(): runs
   /// the armed hook, if any. Never throws (the hook must not).
   static void onLockFreePush() noexcept;
+
+  /// Arms the join pause point: `hook(arg)` runs on a pool thread whose
+  /// coroutine is about to run a queued task where it awaits it (a join,
+  /// src/pool/PoolJoin.cpp), before the join takes the task, until disarmed
+  /// with a null `hook`; a race test cancels the task there. Arm and disarm
+  /// while no join runs. Never blocks. No-op unless available().
+  static void setBeforeJoin(void (*hook)(void*), void* arg) noexcept;
+  /// Called by the join at that point when available(): runs the armed
+  /// hook, if any. Never throws (the hook must not).
+  static void onBeforeJoin() noexcept;
 
   /// With COEXEC_FAULT_TRACE_LIVE=1 in the environment, the allocator
   /// remembers where each live block was allocated (slow: for hunting a

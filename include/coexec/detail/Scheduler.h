@@ -140,13 +140,18 @@ inline std::coroutine_handle<> transferTo(std::coroutine_handle<> handle) noexce
 }
 
 /// Resumes `handle` for `scheduler`: inline when the calling thread already
-/// belongs to it (or it is null), otherwise posted to it.
-inline void resumeFor(Scheduler* scheduler, std::coroutine_handle<> handle) noexcept {
-  if (scheduler == nullptr || scheduler == currentScheduler()) {
-    resume(handle);
-  } else {
-    scheduler->post(handle);
-  }
-}
+/// belongs to it (or it is null), otherwise posted to it. Also posted, to
+/// its own thread's scheduler, when this thread's stack is running low
+/// (stackIsLow()): a long chain of awaits that complete one another (each
+/// finished task resuming the coroutine that awaited it, which finishes in
+/// turn) would otherwise nest one resumption in the next without bound.
+/// Never blocks; never throws.
+COEXEC_EXPORT void resumeFor(Scheduler* scheduler, std::coroutine_handle<> handle) noexcept;
+
+/// True when the calling thread has less than a reserve of its stack left (a
+/// quarter of it, at least 64 KiB, kept free): code that would nest more
+/// work on the stack (an inline resumption, a join) defers it instead.
+/// False on a thread whose stack cannot be read. Never blocks; never throws.
+COEXEC_EXPORT bool stackIsLow() noexcept;
 
 }  // namespace coexec::detail

@@ -119,8 +119,24 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   // drop theirs as soon as it is done.
 
   /// queued -> running. False if the task has already settled (cancelled or
-  /// abandoned): it must then not run.
+  /// abandoned), or was started by a join (tryStartJoined()): it must then
+  /// not run.
   bool tryStart() noexcept;
+  /// queued -> running for a join that runs the task where it is awaited
+  /// (ThreadPoolExecutor's inline join, ForkJoinPool's lesson): false if the
+  /// task has started or settled. The task stays where it was queued, as an
+  /// entry whoever takes it drops (startedByJoin()). For a task with a Future
+  /// (the joiner holds it).
+  bool tryStartJoined() noexcept;
+  /// True for a task that a join started (tryStartJoined()): a queue entry
+  /// of it is dropped, neither run nor counted. For whoever holds the entry.
+  [[nodiscard]] bool startedByJoin() const noexcept { return (state_.load(std::memory_order_acquire) & kJoined) != 0; }
+  /// For a drain that takes a task out of its queue entry to return or evict
+  /// it (shutdownNow(), discardOldest()): makes every later tryStartJoined()
+  /// fail, so that the task a drain counts is never also run by a join.
+  /// False, changing nothing, if a join started it already (the entry is
+  /// then dropped, not drained). Never blocks.
+  bool closeToJoins() noexcept;
   /// Runs the callable; precondition: tryStart() returned true and
   /// isCoroutine() is false. Publishes the result (or the exception) and
   /// returns the outcome. Never throws.
@@ -214,6 +230,10 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// False for a run of a periodic schedule, which the pool counts once per
   /// schedule, not per run; written before the task is published.
   bool countsInStats = true;
+  /// True for a task admitted to a worker's local queue (fork/join work):
+  /// one the pool may run where it is awaited (tryStartJoined()). Written
+  /// before the task is published to another thread.
+  bool joinable = false;
 
   // ---- result side (Future) -------------------------------------------------
 
@@ -345,6 +365,8 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   static constexpr std::uint32_t kWaiters = 16;          // a thread may block in wait(): the settler notifies
   static constexpr std::uint32_t kConsumed = 32;         // the result was taken
   static constexpr std::uint32_t kUnobservedArmed = 64;  // armUnobservedReport(): the destructor looks it up
+  static constexpr std::uint32_t kJoined = 128;          // started by a join (tryStartJoined), not from its queue
+  static constexpr std::uint32_t kNoJoin = 256;          // taken from its queue by a drain: no join may start it
   static constexpr std::uint32_t stageOf(std::uint32_t state) noexcept { return state & kStageMask; }
 
   /// Moves queued -> settling; false if the task is past `queued`. On true the
