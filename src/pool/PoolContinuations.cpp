@@ -111,7 +111,21 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
       inFlightTasks_.pop_back();
     }
   }
-  leaveFlight(inFlight_[task.inFlightShard]);
+  if (Worker* const worker = tlsWorker; worker != nullptr && tlsPool == this) {
+    // On one of our workers: its own count, a plain store (see "in flight"
+    // in PoolImpl.h). The pool cannot terminate under a live worker; after
+    // shutdown, see whether it can now.
+    addOwn<std::uint64_t>(worker->counters.coroutinesFinished, 1, std::memory_order_relaxed);
+    if (stateMirror_.load(std::memory_order_acquire) != PoolState::running) {
+      std::unique_lock lock(mutex_);
+      if (inFlightLocked() == 0) {
+        wakeAllLocked();
+        tryTerminateLocked(lock);
+      }
+    }
+  } else {
+    leaveFlight(inFlight_[task.inFlightShard]);
+  }
   // The reference the task handed over: dropped last (the task's state is
   // not the pool's, which may be gone by now).
   task.release();

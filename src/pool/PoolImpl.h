@@ -319,18 +319,30 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   /// its place back and wakes the block() producers waiting for room.
   void leftQueue(bool locked) noexcept;
 
-  // Coroutine tasks started and not finished, counted in shards (a worker
-  // counts in shard number % kInFlightShards, and the finish is taken off
-  // the shard the start went to, so every shard stays exact) so that two
-  // workers starting and finishing coroutines do not share a cache line.
-  // The total matters only under mutex_: a start a reader misses is one its
-  // worker has not yet brought back to the lock, and that worker is alive, so
-  // the pool cannot terminate without seeing it.
+  // Coroutine tasks started and not finished ("in flight"). The pool does
+  // not terminate while any is.
   //
-  // A coroutine may finish on a thread of another pool (or any thread), and
-  // its finish must not touch this pool once its decrement may let the pool
-  // terminate (the owner may be waiting in close() to free it). So a finisher
-  // first announces itself in its shard's `finishing`, then reads the state:
+  // A worker counts the coroutine tasks it starts in its own counters
+  // (Counters::coroutinesStarted), and a worker on whose thread one finishes
+  // counts that finish in its own (coroutinesFinished), with plain stores:
+  // no read-modify-write on the path of a coroutine that starts and ends on
+  // the pool's threads. Any worker may count any finish: only the sum
+  // matters. A worker's counts move to exitedCoroutines_ when it exits.
+  // A finish on any other thread (a thread of another pool, an io_context
+  // thread, a caller) is counted in a shard (inFlight_, below) as a wrapping
+  // decrement, and guests' holds (retain()) as increments there.
+  //
+  // The total matters only under mutex_. A reader may miss a worker's latest
+  // plain stores; such a worker is alive and brings them to the lock before
+  // it parks or exits (takeWorkLocked), and the pool terminates only once no
+  // worker is left. A worker that exits after shutdown wakes the idle ones
+  // (workerExitedLocked), so that none stays parked on a count it read
+  // before another worker's last finish.
+  //
+  // A finish on another thread must not touch this pool once its decrement
+  // may let the pool terminate (the owner may be waiting in close() to free
+  // it). So such a finisher first announces itself in its shard's
+  // `finishing`, then reads the state:
   // - running: it decrements `count` and then `finishing`, and touches
   //   nothing after that. shutdown() and shutdownNow() change the state and
   //   then wait until every shard's `finishing` is 0 (waitFinishersLocked),
@@ -338,27 +350,27 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // - not running: it takes mutex_ before it decrements, and decides under
   //   the lock whether the pool can now terminate; the pool cannot terminate
   //   (and so cannot be freed) while its count is still in the total.
+  // A worker's own finish needs none of this (it is alive: the pool cannot
+  // terminate under it); after shutdown it takes mutex_ to see whether the
+  // pool can now terminate (coroutineFinished()).
   static constexpr std::size_t kInFlightShards = 8;  // fits TaskCore::inFlightShard (a byte)
   struct alignas(64) InFlightShard {
-    std::atomic<std::size_t> count{0};
+    std::atomic<std::size_t> count{0};  // wraps: finishes on other threads decrement it
     std::atomic<std::size_t> finishing{0};
   };
   InFlightShard inFlight_[kInFlightShards];
   /// The shard of the guests' holds (retain()): one for all, since a hold
   /// may be dropped on any thread.
   static constexpr std::uint8_t kGuestShard = 0;
+  /// Counts of exited workers: started minus finished (wrapping); guarded
+  /// by mutex_.
+  std::uint64_t exitedCoroutines_ = 0;
   /// Drops one count of `shard`, as described above, terminating the pool
   /// if that was the last thing it waited for. Touches the pool no more
   /// afterwards.
   void leaveFlight(InFlightShard& shard) noexcept;
   /// Requires: mutex_ held (see above). The total in flight.
-  [[nodiscard]] std::size_t inFlightLocked() const noexcept {
-    std::size_t total = 0;
-    for (const InFlightShard& shard : inFlight_)
-      total += shard.count.load(std::memory_order_seq_cst);
-    return total;
-  }
-
+  [[nodiscard]] std::size_t inFlightLocked() const noexcept;
   alignas(64) std::mutex inFlightMutex_;
   std::vector<TaskCore*> inFlightTasks_;  // those with a token (shutdownNow() cancels them), from their start
                                           // or from coroutineTokenCreated(); guarded by inFlightMutex_

@@ -44,12 +44,18 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
   outside_.completed.fetch_add(gone.completed.load(std::memory_order_relaxed), std::memory_order_relaxed);
   outside_.failed.fetch_add(gone.failed.load(std::memory_order_relaxed), std::memory_order_relaxed);
   outside_.cancelled.fetch_add(gone.cancelled.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  exitedCoroutines_ += gone.coroutinesStarted.load(std::memory_order_relaxed) -
+                       gone.coroutinesFinished.load(std::memory_order_relaxed);  // wrapping, as in inFlightLocked()
   exited_.push_back(std::move(worker->thread));
   workers_.remove_if([worker](const Worker& w) { return &w == worker; });
   // seq_cst, then the seq_cst size of inject_: a lock-free submitter pushes
   // and then reads poolSizeMirror_, so one of the two starts a thread.
   poolSizeMirror_.store(workers_.size(), std::memory_order_seq_cst);
   if (blockedProducers_ > 0) roomAvailable_.notify_all();  // room for a new thread
+  // After shutdown, the others look again: one parked on an in-flight total
+  // it read before this worker's last finishes (plain stores, see PoolImpl.h)
+  // would otherwise wait for a wake-up that never comes.
+  if (state_ != PoolState::running) wakeAllLocked();
   if (workers_.empty() && workWaitsLocked()) {
     // Never leave queued work without a thread (the pool was resized or all
     // threads timed out while a task arrived).

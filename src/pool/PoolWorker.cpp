@@ -154,9 +154,9 @@ void PoolImpl::runStarted(Worker& worker, Ref<TaskCore>& task) {
       }
     }
     if (started) {
-      const auto shard = static_cast<std::uint8_t>(worker.number % kInFlightShards);
-      task->inFlightShard = shard;
-      inFlight_[shard].count.fetch_add(1, std::memory_order_seq_cst);
+      // In flight from now on, in this worker's own count (see PoolImpl.h).
+      task->inFlightShard = static_cast<std::uint8_t>(worker.number % kInFlightShards);
+      addOwn<std::uint64_t>(counters.coroutinesStarted, 1, std::memory_order_relaxed);
       if (tracked) {  // shutdownNow() cancels the tokens of coroutines in flight
         std::lock_guard lock(inFlightMutex_);
         inFlightTasks_.push_back(task.get());
@@ -223,6 +223,19 @@ void PoolImpl::count(Outcome outcome) noexcept {
   } else {
     counter.fetch_add(1, std::memory_order_release);  // outside_ has many writers
   }
+}
+
+std::size_t PoolImpl::inFlightLocked() const noexcept {
+  // Wrapping sums (see "in flight" in PoolImpl.h): the shards hold guests'
+  // holds and the finishes on other threads, the workers their own counts.
+  std::uint64_t total = exitedCoroutines_;
+  for (const InFlightShard& shard : inFlight_)
+    total += shard.count.load(std::memory_order_seq_cst);
+  for (const Worker& worker : workers_) {
+    total += worker.counters.coroutinesStarted.load(std::memory_order_acquire);
+    total -= worker.counters.coroutinesFinished.load(std::memory_order_acquire);
+  }
+  return static_cast<std::size_t>(total);
 }
 
 bool PoolImpl::quiescentLocked() const noexcept {

@@ -45,6 +45,11 @@ struct alignas(64) PoolCounters {
   // runningWord()). Written by the worker alone (relaxed: a dump reads it
   // as a hint); unused in outside_.
   std::atomic<std::uint64_t> running{0};  // 0: no task
+  // Coroutine tasks the worker started, and coroutine tasks that finished on
+  // its thread (whoever started them): see "in flight" in PoolImpl.h.
+  // Written by the worker alone (addOwn); unused in outside_.
+  std::atomic<std::uint64_t> coroutinesStarted{0};
+  std::atomic<std::uint64_t> coroutinesFinished{0};
 };
 
 /// One thread of the pool: its counters, its thread, its local queue and

@@ -148,7 +148,9 @@ TaskCore::~TaskCore() {
   // Future reports, and so must be reported when nobody reads it.
   if (const std::uint32_t s = state_.load(std::memory_order_relaxed); (s & kUnobservedArmed) != 0) {
     const std::unique_ptr<UnobservedFailureReport> report = takeArmedReport(this);
-    if ((s & kConsumed) == 0 && error_ && report && !isOperationCancelled(error_)) report->report(error_);
+    if (!consumed_.load(std::memory_order_relaxed) && error_ && report && !isOperationCancelled(error_)) {
+      report->report(error_);
+    }
   }
   // A task that settled has released its links; one destroyed unsettled
   // (never admitted) may still hold its token link, whose callback cannot
@@ -546,17 +548,17 @@ void TaskCore::wait() { blockUntilDone(nullptr); }
 bool TaskCore::waitUntil(Clock::time_point deadline) { return blockUntilDone(&deadline); }
 
 std::exception_ptr TaskCore::consume() {
-  std::uint32_t s = state_.load(std::memory_order_acquire);
-  while (true) {
-    if (stageOf(s) != kDone) {
-      throw std::logic_error("coexec::Future: the result was taken before the task settled");
-    }
-    if ((s & kConsumed) != 0) {
-      throw std::logic_error(
-          "coexec::Future: the result was already consumed (get() or co_await may take a Future's result only once)");
-    }
-    if (state_.compare_exchange_weak(s, s | kConsumed, std::memory_order_acq_rel, std::memory_order_acquire)) break;
+  // acquire: error_ (and the value) were written before `done` was published.
+  if (stageOf(state_.load(std::memory_order_acquire)) != kDone) {
+    throw std::logic_error("coexec::Future: the result was taken before the task settled");
   }
+  // One consumer (a Future is not shared between threads): a plain
+  // load and store; the destructor and armIfUnread() read it (see consumed_).
+  if (consumed_.load(std::memory_order_relaxed)) {
+    throw std::logic_error(
+        "coexec::Future: the result was already consumed (get() or co_await may take a Future's result only once)");
+  }
+  consumed_.store(true, std::memory_order_relaxed);
   return error_;
 }
 

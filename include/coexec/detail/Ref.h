@@ -87,6 +87,13 @@ class Ref {
     if (p_) p_->addRef();
     return Ref<U>::adopt(static_cast<U*>(p_));
   }
+  /// copyAs() for an object no other thread can reach yet (being built and
+  /// not published): a plain increment (RefCounted::addRefUnpublished()).
+  template <class U>
+  Ref<U> copyUnpublishedAs() const noexcept {
+    if (p_) p_->addRefUnpublished();
+    return Ref<U>::adopt(static_cast<U*>(p_));
+  }
 
  private:
   T* p_ = nullptr;

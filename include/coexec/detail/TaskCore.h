@@ -250,7 +250,7 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   bool setContinuation(Continuation fn, void* arg);
   /// True once the result has been consumed (consume(): get(), co_await, a
   /// combinator taking it).
-  [[nodiscard]] bool isConsumed() const noexcept { return (state_.load(std::memory_order_acquire) & kConsumed) != 0; }
+  [[nodiscard]] bool isConsumed() const noexcept { return consumed_.load(std::memory_order_acquire); }
 
   /// True if the task has settled with an exception its body threw, other
   /// than OperationCancelled, and was not cancelled: what a pool thread
@@ -363,7 +363,6 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   static constexpr std::uint32_t kCancelled = 4;         // cancellation requested (or settled as cancelled)
   static constexpr std::uint32_t kContinuation = 8;      // continuation_ is set: the settler calls it
   static constexpr std::uint32_t kWaiters = 16;          // a thread may block in wait(): the settler notifies
-  static constexpr std::uint32_t kConsumed = 32;         // the result was taken
   static constexpr std::uint32_t kUnobservedArmed = 64;  // armUnobservedReport(): the destructor looks it up
   static constexpr std::uint32_t kJoined = 128;          // started by a join (tryStartJoined), not from its queue
   static constexpr std::uint32_t kNoJoin = 256;          // taken from its queue by a drain: no join may start it
@@ -408,6 +407,11 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   // pruneChildren()); the owner's alone.
   std::uint16_t childBudget_ = kMinChildBudget;
   std::atomic<std::uint32_t> state_{kQueued};
+  // The result was taken (consume()). Not a flag of state_: its one writer,
+  // the Future's consumer, stores it without a read-modify-write; the
+  // destructor reads it after the last reference is dropped (ordered by the
+  // reference count), armIfUnread() as a hint (relaxed loads).
+  std::atomic<bool> consumed_{false};
   // Next to state_: the running task's thread has this memory at hand when
   // it adds a child.
   std::atomic<std::uintptr_t> children_{0};     // see kChildrenClosed

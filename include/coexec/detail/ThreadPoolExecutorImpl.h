@@ -66,7 +66,7 @@ template <class F>
 inline auto ThreadPoolExecutor::submit(F&& f, int priority) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
-  detail::SubmittedFuture<F, Future<R>> future{Future<R>(task.core_.template copyAs<detail::ResultCore<R>>())};
+  detail::SubmittedFuture<F, Future<R>> future{Future<R>(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>())};
   admit(std::move(task));
   return future;
 }
@@ -75,7 +75,7 @@ template <class F>
 inline auto ThreadPoolExecutor::submit(F&& f, const CancellationToken& token, int priority) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
-  detail::SubmittedFuture<F, Future<R>> future{Future<R>(task.core_.template copyAs<detail::ResultCore<R>>())};
+  detail::SubmittedFuture<F, Future<R>> future{Future<R>(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>())};
   admit(std::move(task), &token);
   return future;
 }
@@ -85,7 +85,7 @@ inline auto ThreadPoolExecutor::submit(F&& f, const TaskOptions& options) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), options.priority, "submit");
   nameTask(task, options.name);
-  detail::SubmittedFuture<F, Future<R>> future{Future<R>(task.core_.template copyAs<detail::ResultCore<R>>())};
+  detail::SubmittedFuture<F, Future<R>> future{Future<R>(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>())};
   admit(std::move(task));
   return future;
 }
@@ -94,7 +94,7 @@ template <class F, class Rep, class Period>
 inline auto ThreadPoolExecutor::schedule(F&& f, std::chrono::duration<Rep, Period> delay) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), 0, "schedule");
-  Future<R> future(task.core_.template copyAs<detail::ResultCore<R>>());
+  Future<R> future(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>());
   const Clock::time_point now = clock().now();
   const Clock::time_point deadline = scheduleTask(task, detail::deadlineOn(now, delay), now);
   return detail::submittedFuture<F>(ScheduledFuture<R>(std::move(future), deadline, clock()));
