@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
@@ -638,3 +639,4 @@ TEST_CASE("steady-state execute of a small callable makes no global allocation",
     CHECK(report.allocations == 0);
   }
 }
+

@@ -185,6 +185,58 @@ TEST_CASE("a million timers scheduled an hour ahead and cancelled leave nothing 
   CHECK(fired.load() == 0);
 }
 
+TEST_CASE("a burst of timers gives its tables back once the last one is gone, and old ids never match new timers",
+          "[timer][cancel][memory]") {
+  ManualClock clock;
+  TimerService service(clock);
+  std::atomic<int> fired{0};
+  const std::size_t n = 4 * TimerService::kSlotsKept;
+  std::vector<TimerId> ids;
+  for (std::size_t i = 0; i < n; ++i)
+    ids.push_back(service.schedule(kZero + 1h, &countFiring, &fired));
+  CHECK(service.slotCount() == n);
+  // All but one cancelled: the tables stay while a timer is pending.
+  for (std::size_t i = 1; i < n; ++i)
+    REQUIRE(service.cancel(ids[i]));
+  CHECK(service.slotCount() == n);
+  CHECK(service.pendingCount() == 1);
+  // The last one fires: nothing pending, the tables go.
+  clock.advance(2h);
+  CHECK(fired.load() == 1);
+  CHECK(service.slotCount() == 0);
+  // New timers take slots 0, 1, ... again; no old id (the fired one's, the
+  // cancelled ones') matches them, and each new id cancels its own timer.
+  std::vector<TimerId> fresh;
+  for (std::size_t i = 0; i < 8; ++i)
+    fresh.push_back(service.schedule(kZero + 3h, &countFiring, &fired));
+  CHECK(fresh[0].slot == ids[0].slot);
+  for (const TimerId& old : ids)
+    CHECK_FALSE(service.cancel(old));
+  CHECK(service.pendingCount() == fresh.size());
+  for (const TimerId& id : fresh)
+    CHECK(service.cancel(id));
+  CHECK(service.pendingCount() == 0);
+  CHECK(fired.load() == 1);
+}
+
+TEST_CASE("a pool's bulk of cancelled timers leaves no timer table behind", "[timer][cancel][memory]") {
+  // What a pool keeps after its timers are gone (W6 of make bench: a million
+  // scheduled an hour ahead, then cancelled): tables of at most kSlotsKept.
+  ManualClock clock;
+  TimerService service(clock);
+  std::atomic<int> fired{0};
+  const std::size_t n = stressSize(1'000'000, 10);
+  std::vector<TimerId> ids;
+  ids.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    ids.push_back(service.schedule(kZero + 1h, &countFiring, &fired));
+  for (const TimerId& id : ids)
+    REQUIRE(service.cancel(id));
+  CHECK(service.pendingCount() == 0);
+  CHECK(service.slotCount() == 0);
+  CHECK(fired.load() == 0);
+}
+
 TEST_CASE("cancel racing the firing has exactly one winner, and both outcomes occur", "[timer][cancel][race]") {
   TimerService service(steadyClock());
   std::size_t cancelWon = 0;

@@ -5,6 +5,9 @@
 #include "scheduler/TimerService.h"
 
 #include <algorithm>
+#include <utility>
+
+#include "coexec/detail/FrameAllocator.h"
 #include <cassert>
 #include <atomic>
 #include <stdexcept>
@@ -86,7 +89,7 @@ TimerId TimerService::schedule(Clock::time_point deadline, Callback callback, vo
     std::uint32_t index;
     if (free_.empty()) {
       index = static_cast<std::uint32_t>(slots_.size());
-      slots_.emplace_back();
+      slots_.emplace_back().generation = firstGeneration_;
     } else {
       index = free_.back();
       free_.pop_back();
@@ -106,13 +109,18 @@ TimerId TimerService::schedule(Clock::time_point deadline, Callback callback, vo
 }
 
 bool TimerService::cancel(TimerId id) noexcept {
-  std::lock_guard lock(mutex_);
-  if (id.generation == 0 || id.slot >= slots_.size()) return false;
-  const Slot& slot = slots_[id.slot];
-  if (slot.generation != id.generation || slot.heapIndex == kNotInHeap) return false;
-  // No wake-up: if this was the earliest timer, the thread wakes at its
-  // deadline, finds nothing due and sleeps on.
-  removeAt(slot.heapIndex);
+  bool burstOver = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (id.generation == 0 || id.slot >= slots_.size()) return false;
+    const Slot& slot = slots_[id.slot];
+    if (slot.generation != id.generation || slot.heapIndex == kNotInHeap) return false;
+    // No wake-up: if this was the earliest timer, the thread wakes at its
+    // deadline, finds nothing due and sleeps on.
+    removeAt(slot.heapIndex);
+    burstOver = std::exchange(burstOver_, false);
+  }
+  if (burstOver) FrameAllocator::releaseFreeMemory();
   return true;
 }
 
@@ -187,7 +195,23 @@ void TimerService::removeAt(std::size_t index) noexcept {
   slot.context = nullptr;
   ++slot.generation;  // old ids no longer match
   if (slot.generation == 0) slot.generation = 1;
+  lastGeneration_ = std::max(lastGeneration_, slot.generation);
   free_.push_back(removed);  // cannot throw: reserved by schedule()
+  if (heap_.empty() && slots_.size() > kSlotsKept) releaseTables();
+}
+
+void TimerService::releaseTables() noexcept {
+  // Every timer is gone: the tables go back to the allocator (a burst of a
+  // million timers leaves nothing behind once they have fired or been
+  // cancelled). Slots made from now on start past every generation given
+  // out so far, so that an old id never matches a new timer in a slot of
+  // the same index. Swapping with empty vectors neither throws nor allocates.
+  burstOver_ = true;  // the caller gives the freed memory back once it has released the lock
+  firstGeneration_ = lastGeneration_ + 1;
+  if (firstGeneration_ == 0) firstGeneration_ = 1;
+  std::vector<Slot>().swap(slots_);
+  std::vector<HeapEntry>().swap(heap_);
+  std::vector<std::uint32_t>().swap(free_);
 }
 
 // ---- firing ----------------------------------------------------------------------
@@ -201,6 +225,7 @@ std::optional<TimerService::Due> TimerService::earliest() const noexcept {
 bool TimerService::fireEarliest(Clock::time_point limit) noexcept {
   Callback callback;
   void* context;
+  bool burstOver = false;
   {
     std::lock_guard lock(mutex_);
     if (heap_.empty() || heap_.front().deadline > limit) return false;
@@ -208,8 +233,10 @@ bool TimerService::fireEarliest(Clock::time_point limit) noexcept {
     callback = top.callback;
     context = top.context;
     removeAt(0);
+    burstOver = std::exchange(burstOver_, false);
   }
   callback(context);
+  if (burstOver) FrameAllocator::releaseFreeMemory();
   return true;
 }
 
@@ -243,6 +270,7 @@ void TimerService::run() noexcept {
       batch[taken++] = Firing{top.callback, top.context};
       removeAt(0);
     }
+    const bool burstOver = std::exchange(burstOver_, false);
     lock.unlock();
     if (batchFirer_ != nullptr) {
       batchFirer_(batchOwner_, batch, taken);
@@ -250,6 +278,7 @@ void TimerService::run() noexcept {
       for (std::size_t i = 0; i < taken; ++i)
         batch[i].callback(batch[i].context);
     }
+    if (burstOver) FrameAllocator::releaseFreeMemory();
     lock.lock();
   }
 }

@@ -6,7 +6,8 @@
 // by (deadline, sequence number), and each slot knows its heap position, so
 // cancel() removes a timer at once in O(log n) and its slot is reused by the
 // next schedule() (memory is bounded by the most timers pending at once, not
-// by how many were ever scheduled). The heap is 4-ary (half the depth of a
+// by how many were ever scheduled; tables larger than kSlotsKept are freed
+// once no timer is pending). The heap is 4-ary (half the depth of a
 // binary one, and a node's children share cache lines). A TimerId carries the slot's generation,
 // so an id whose timer has fired or been cancelled never matches a reused
 // slot.
@@ -60,6 +61,10 @@ class COEXEC_EXPORT TimerService {
   /// that callback would. Without one, the service calls them one by one.
   using BatchFirer = void (*)(void* owner, Firing* batch, std::size_t count) noexcept;
 
+  /// Tables of up to this many slots stay allocated when the last timer
+  /// goes (a steady trickle of timers reuses them); larger ones are freed.
+  static constexpr std::size_t kSlotsKept = 1024;
+
   /// A service on `clock`, which must outlive it. On a ManualClock it
   /// registers with the clock; on any other clock its thread starts with the
   /// first schedule(). Starts no thread. \throws std::bad_alloc.
@@ -95,8 +100,9 @@ class COEXEC_EXPORT TimerService {
   /// Timers scheduled and neither fired nor cancelled.
   [[nodiscard]] std::size_t pendingCount() const noexcept;
 
-  /// Slots allocated: the most timers ever pending at once (slots are
-  /// reused, never freed before the service). For tests of memory use.
+  /// Slots allocated: the most timers pending at once since the tables were
+  /// last freed (slots are reused; tables of more than kSlotsKept slots are
+  /// freed when no timer is pending). For tests of memory use.
   [[nodiscard]] std::size_t slotCount() const noexcept;
 
   /// How often the service thread has woken from a wait (notified, timed
@@ -136,7 +142,9 @@ class COEXEC_EXPORT TimerService {
   void siftUp(std::size_t index) noexcept;
   void siftDown(std::size_t index) noexcept;
   void place(std::size_t index, const HeapEntry& entry) noexcept;
-  void removeAt(std::size_t index) noexcept;  // frees the slot
+  void removeAt(std::size_t index) noexcept;  // frees the slot; the tables too once none is pending
+  void releaseTables() noexcept;              // Requires: mutex_ held, no timer pending
+
 
   // For ManualClock::advance (no lock held): the earliest timer's
   // (deadline, sequence), and firing the earliest timer if it is due by
@@ -157,6 +165,15 @@ class COEXEC_EXPORT TimerService {
   std::vector<Slot> slots_;          // guarded by mutex_
   std::vector<HeapEntry> heap_;      // a min-heap by (deadline, sequence); guarded by mutex_
   std::vector<std::uint32_t> free_;  // free slot indices; guarded by mutex_
+  // The generation a new slot starts at, and the highest one given out:
+  // after releaseTables(), new slots start past every id ever issued.
+  // Guarded by mutex_.
+  std::uint32_t firstGeneration_ = 1;
+  std::uint32_t lastGeneration_ = 1;
+  // Set by releaseTables(): a burst of timers is over; whoever removed the
+  // last timer calls FrameAllocator::releaseFreeMemory() once it has
+  // released mutex_. Guarded by mutex_.
+  bool burstOver_ = false;
   Clock::time_point sleepingUntil_;  // the thread's wake-up time (max: none); guarded by mutex_
   bool stopping_ = false;            // guarded by mutex_
   std::uint64_t wakeUps_ = 0;        // guarded by mutex_

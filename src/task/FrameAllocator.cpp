@@ -13,6 +13,11 @@
 #include <new>
 #include <vector>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "scheduler/CoarseClock.h"
 #include "task/NoDestructor.h"
 
 namespace coexec::detail {
@@ -61,6 +66,13 @@ static_assert(kMaxReturned <= kMaxLocal);
 // slightly above the last one (a thread preempted at the wrong moment) finds
 // its block there, and blocks coming back are reused first.
 constexpr std::size_t kMinSpares = 3;
+// A burst: this many blocks of one class in circulation at once (16 MiB of
+// 256-byte task states). When it is over (back under kBurstOver), its memory
+// goes back to the system (FrameAllocator::releaseFreeMemory()): a pool that
+// scheduled and cancelled a million timers keeps 8 MB, not 430 MB.
+constexpr std::size_t kBigBurst = 64 * 1024;
+constexpr std::size_t kBurstOver = kMaxLocal + kMaxReturned;  // all a cache may hold: the rest is the burst
+constexpr std::int64_t kTrimInterval = 1'000'000'000;  // ns
 
 struct Cache;
 
@@ -112,6 +124,13 @@ struct Cache {
   // Blocks of the class from this cache that exist, live or cached: sizes
   // the spares. Relaxed: an estimate that no other data depends on.
   std::array<std::atomic<std::size_t>, kClasses> owned{};
+  // Set when `owned` reached kBigBurst; taken (exchange) by the free that
+  // brings it back under kBurstOver, which then gives the burst's memory
+  // back (see deallocate()).
+  std::array<std::atomic<bool>, kClasses> bigBurst{};
+  // When the end of a burst of the class last gave memory back (the coarse
+  // clock's nanoseconds; relaxed: a rate limit).
+  std::array<std::atomic<std::int64_t>, kClasses> lastTrim{};
 
   /// A block of class `c` freed on a thread other than the owner's: onto the
   /// returned stack if there is a place left, else false (the caller frees it
@@ -174,7 +193,20 @@ struct Cache {
     }
     spareCounts[c] += taken;
     limits[c] = kMaxLocal - spareCounts[c];
-    owned[c].fetch_add(1 + taken, std::memory_order_relaxed);  // the caller's block and the spares
+    const std::size_t now = owned[c].fetch_add(1 + taken, std::memory_order_relaxed) + 1 + taken;  // the caller's and the spares
+    if (now >= kBigBurst && !bigBurst[c].load(std::memory_order_relaxed)) bigBurst[c].store(true, std::memory_order_relaxed);
+  }
+
+  /// Gives the spare reserve of class `c` back to the global allocator.
+  void dropSpares(std::size_t c) noexcept {
+    const std::size_t dropped = spareCounts[c];
+    while (FreeBlock* spare = spares[c]) {
+      spares[c] = spare->next;
+      ::operator delete(spare);
+    }
+    spareCounts[c] = 0;
+    limits[c] = kMaxLocal;
+    owned[c].fetch_sub(dropped, std::memory_order_relaxed);
   }
 
   /// Blocks of class `c` on the returned stack. Owner only: only the owner
@@ -256,6 +288,16 @@ thread_local ThreadCache threadCache;
   return tlsCache;
 }
 
+/// Asks the C library to give its free memory back to the system: with
+/// glibc, also the free pages in the middle of its heap, which its automatic
+/// trim (the top of the heap only) leaves when a few live blocks sit above
+/// them. Elsewhere nothing.
+void trimHeap() noexcept {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 void* payloadOf(Header* header) noexcept { return reinterpret_cast<char*>(header) + kHeader; }
 Header* headerOf(void* payload) noexcept { return reinterpret_cast<Header*>(static_cast<char*>(payload) - kHeader); }
 
@@ -317,6 +359,14 @@ std::size_t FrameAllocator::cachedBlocks(std::size_t size) noexcept {
   return tlsCache->counts[c] + tlsCache->spareCounts[c];
 }
 
+void FrameAllocator::releaseFreeMemory() noexcept {
+  if (Cache* cache = tlsCache) {
+    for (std::size_t c = 0; c < kClasses; ++c)
+      if (cache->spareCounts[c] > 0) cache->dropSpares(c);
+  }
+  trimHeap();
+}
+
 std::size_t FrameAllocator::returnedBlocks(std::size_t size) noexcept {
   const std::size_t c = classOf(size + kHeader);
   if (c >= kClasses || tlsCache == nullptr) return 0;
@@ -342,12 +392,32 @@ void FrameAllocator::deallocate(void* block, std::size_t /*size*/) noexcept {
       ++owner->counts[c];
       return;
     }
+    // The list is full: a burst is receding, so its spares go too. They
+    // were taken last, so they sit at the top of the allocator's heap, where
+    // they would keep everything the burst frees below them from going back
+    // to the system (a million timers scheduled and cancelled kept 430 MB).
+    if (owner->spareCounts[c] > 0) owner->dropSpares(c);
   } else if (owner->tryReturn(c, free)) {
     return;
   }
   // Over the cap: a burst is over, give the surplus back.
-  owner->owned[c].fetch_sub(1, std::memory_order_relaxed);
+  const std::size_t left = owner->owned[c].fetch_sub(1, std::memory_order_relaxed) - 1;
   ::operator delete(header);
+  // The end of a big burst: the C library's heap is full of free memory that
+  // a few live blocks above it keep from going back to the system on its
+  // own. Once per burst, on whichever thread frees the block that ends it.
+  if (left <= kBurstOver && owner->bigBurst[c].load(std::memory_order_relaxed) &&
+      owner->bigBurst[c].exchange(false, std::memory_order_relaxed)) {
+    // At most once a second per class and cache: a program that repeats
+    // its bursts back to back keeps their memory between them (giving it
+    // back only to fault it in again would cost more than it saves).
+    const std::int64_t now = coarseNowNanos();
+    std::int64_t last = owner->lastTrim[c].load(std::memory_order_relaxed);
+    if (now - last >= kTrimInterval &&
+        owner->lastTrim[c].compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+      trimHeap();
+    }
+  }
 }
 
 }  // namespace coexec::detail

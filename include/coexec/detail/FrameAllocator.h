@@ -38,6 +38,14 @@ struct COEXEC_EXPORT FrameAllocator {
   static void* allocate(std::size_t size);
   /// `size` must be the size given to allocate(). Never throws.
   static void deallocate(void* block, std::size_t size) noexcept;
+  /// After a burst (many more blocks alive than the caches keep) has ended:
+  /// drops the calling thread's spare blocks and asks the C library to give
+  /// the free memory of its heap back to the system (malloc_trim() with
+  /// glibc; nothing elsewhere), so that a process whose burst is over does
+  /// not keep its peak. Cost: one pass over the C library's free lists (a
+  /// few milliseconds after a burst of a million blocks); call it rarely.
+  /// Never blocks on coexec's locks; never throws.
+  static void releaseFreeMemory() noexcept;
   /// Blocks of `size`'s class in the calling thread's free list and spare
   /// reserve (at most kMaxCachedPerClass; 0 for sizes above the largest
   /// class). For tests and diagnostics. Never throws.
