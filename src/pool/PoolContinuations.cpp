@@ -7,10 +7,9 @@
 // - Continuations are never rejected, even after shutdown; if the pool has
 //   terminated (or is running its terminated hook), or no thread can be
 //   started, the continuation runs on the posting thread, never lost.
-// - A coroutine task is in flight (inFlight_) from its start to its finish,
-//   and the pool does not terminate while one is. Its finish touches the
-//   pool only until the decrement that may let the pool terminate: see
-//   InFlightShard in PoolImpl.h.
+// - A coroutine task is in flight from its start to its finish, and the pool
+//   does not terminate while one is. Its finish touches the pool only until
+//   the decrement that may let the pool terminate: see "In flight" below.
 // - A guest coroutine (running on a worker, not a task in flight here) is
 //   held in flight by each awaiter it suspends in (retain()) until that
 //   awaiter has posted it back (release()): the same count, the same rule.
@@ -20,6 +19,41 @@
 //   finishes: it never outlives the pool, nor does its report.
 // Locks: mutex_ for continuations_; inFlightMutex_ for inFlightTasks_; a
 // worker's localMutex for its yields.
+
+// In flight: coroutine tasks started and not finished. The pool does not
+// terminate while any is.
+//
+// A worker counts the coroutine tasks it starts in its own counters
+// (Counters::coroutinesStarted), and a worker on whose thread one finishes
+// counts that finish in its own (coroutinesFinished), with plain stores:
+// no read-modify-write on the path of a coroutine that starts and ends on
+// the pool's threads. Any worker may count any finish: only the sum
+// matters. A worker's counts move to exitedCoroutines_ when it exits.
+// A finish on any other thread (a thread of another pool, an io_context
+// thread, a caller) is counted in a shard (PoolImpl::inFlight_) as a wrapping
+// decrement, and guests' holds (retain()) as increments there.
+//
+// The total matters only under mutex_. A reader may miss a worker's latest
+// plain stores; such a worker is alive and brings them to the lock before
+// it parks or exits (takeWorkLocked), and the pool terminates only once no
+// worker is left. A worker that exits after shutdown wakes the idle ones
+// (workerExitedLocked), so that none stays parked on a count it read
+// before another worker's last finish.
+//
+// A finish on another thread must not touch this pool once its decrement
+// may let the pool terminate (the owner may be waiting in close() to free
+// it). So such a finisher first announces itself in its shard's
+// `finishing`, then reads the state:
+// - running: it decrements `count` and then `finishing`, and touches
+//   nothing after that. shutdown() and shutdownNow() change the state and
+//   then wait until every shard's `finishing` is 0 (waitFinishersLocked),
+//   so they see every such decrement before they decide anything.
+// - not running: it takes mutex_ before it decrements, and decides under
+//   the lock whether the pool can now terminate; the pool cannot terminate
+//   (and so cannot be freed) while its count is still in the total.
+// A worker's own finish needs none of this (it is alive: the pool cannot
+// terminate under it); after shutdown it takes mutex_ to see whether the
+// pool can now terminate (coroutineFinished()).
 
 #include "coexec/ThreadPoolExecutor.h"
 

@@ -319,40 +319,10 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   /// its place back and wakes the block() producers waiting for room.
   void leftQueue(bool locked) noexcept;
 
-  // Coroutine tasks started and not finished ("in flight"). The pool does
-  // not terminate while any is.
-  //
-  // A worker counts the coroutine tasks it starts in its own counters
-  // (Counters::coroutinesStarted), and a worker on whose thread one finishes
-  // counts that finish in its own (coroutinesFinished), with plain stores:
-  // no read-modify-write on the path of a coroutine that starts and ends on
-  // the pool's threads. Any worker may count any finish: only the sum
-  // matters. A worker's counts move to exitedCoroutines_ when it exits.
-  // A finish on any other thread (a thread of another pool, an io_context
-  // thread, a caller) is counted in a shard (inFlight_, below) as a wrapping
-  // decrement, and guests' holds (retain()) as increments there.
-  //
-  // The total matters only under mutex_. A reader may miss a worker's latest
-  // plain stores; such a worker is alive and brings them to the lock before
-  // it parks or exits (takeWorkLocked), and the pool terminates only once no
-  // worker is left. A worker that exits after shutdown wakes the idle ones
-  // (workerExitedLocked), so that none stays parked on a count it read
-  // before another worker's last finish.
-  //
-  // A finish on another thread must not touch this pool once its decrement
-  // may let the pool terminate (the owner may be waiting in close() to free
-  // it). So such a finisher first announces itself in its shard's
-  // `finishing`, then reads the state:
-  // - running: it decrements `count` and then `finishing`, and touches
-  //   nothing after that. shutdown() and shutdownNow() change the state and
-  //   then wait until every shard's `finishing` is 0 (waitFinishersLocked),
-  //   so they see every such decrement before they decide anything.
-  // - not running: it takes mutex_ before it decrements, and decides under
-  //   the lock whether the pool can now terminate; the pool cannot terminate
-  //   (and so cannot be freed) while its count is still in the total.
-  // A worker's own finish needs none of this (it is alive: the pool cannot
-  // terminate under it); after shutdown it takes mutex_ to see whether the
-  // pool can now terminate (coroutineFinished()).
+  // Coroutine tasks started and not finished ("in flight"): the pool does
+  // not terminate while any is. Counted per worker with plain stores, and in
+  // shards for finishes on other threads and guests' holds; the rules and
+  // why they are enough: PoolContinuations.cpp, "In flight".
   static constexpr std::size_t kInFlightShards = 8;  // fits TaskCore::inFlightShard (a byte)
   struct alignas(64) InFlightShard {
     std::atomic<std::size_t> count{0};  // wraps: finishes on other threads decrement it
