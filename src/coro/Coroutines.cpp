@@ -100,6 +100,23 @@ namespace {
 /// the thread's stack size (at least a quarter of it).
 constexpr std::size_t kStackReserve = 64 * 1024;
 
+/// ThreadSanitizer records a thread's call stack in a table whose entries
+/// hold at most 65,535 frames (a deeper stack aborts the process with
+/// "CHECK failed: sanitizer_stackdepot.cpp"), so under it nesting stops
+/// after this much more of the stack: at least 16 bytes a frame keeps a
+/// nest under 32,768 frames. 0: the whole stack but the reserve.
+#if defined(__SANITIZE_THREAD__)
+constexpr std::size_t kStackBudget = 512 * 1024;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr std::size_t kStackBudget = 512 * 1024;
+#else
+constexpr std::size_t kStackBudget = 0;
+#endif
+#else
+constexpr std::size_t kStackBudget = 0;
+#endif
+
 /// The lowest address of the calling thread's stack that nesting may reach;
 /// 0 if the stack cannot be read (then nothing counts as low).
 std::uintptr_t stackFloorOfThisThread() noexcept {
@@ -113,7 +130,16 @@ std::uintptr_t stackFloorOfThisThread() noexcept {
   const std::size_t reserve = std::max(kStackReserve, size / 4);
   // The stack grows down from base + size; a stack too small for the
   // reserve is always low (its whole length is the reserve).
-  return reinterpret_cast<std::uintptr_t>(base) + std::min(reserve, size);
+  std::uintptr_t floor = reinterpret_cast<std::uintptr_t>(base) + std::min(reserve, size);
+  if constexpr (kStackBudget != 0) {
+    // Counted from where this first question is asked (near the bottom of
+    // the thread's nest: a worker's loop, a syncWait), not from the top of
+    // the stack's mapping, which under ThreadSanitizer starts with its own
+    // per-thread state (about 770 KiB).
+    const auto here = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+    if (here > kStackBudget) floor = std::max(floor, here - kStackBudget);
+  }
+  return floor;
 }
 
 }  // namespace

@@ -23,8 +23,8 @@
 //   of the task it runs (dumpThreads(), shutdownNow()'s `current`) is the
 //   joined task's for the while, the joiner's again after.
 // - Nesting is bounded by the thread's stack: no join once stackIsLow() (a
-//   quarter of the stack, at least 64 KiB, is kept free); the coroutine
-//   then suspends as before.
+//   quarter of the stack, at least 64 KiB, is kept free; less under
+//   ThreadSanitizer); the coroutine then suspends as before.
 // - Only a worker of the pool that admitted the task joins it, and only a
 //   task admitted to a local queue (TaskCore::joinable): a scheduled task
 //   waits for its deadline, a task of another pool for that pool's threads.
