@@ -152,6 +152,21 @@ if [[ $mode == scaling ]]; then
   BENCH_COMMAND="make bench-scaling (BENCH_MODE=scaling bench/run.sh $(realpath --relative-to="$root" "$build"); BENCH_RUNS=$runs BENCH_SCALE=$scale; workers ${counts[*]})"
   export BENCH_MACHINE BENCH_COMMAND
   "$bin/bench_report" scaling "$samples" "$root/docs/perf/scaling.md" | tee "$bin/scaling.txt"
+  # The figures the scaling model in docs/performance.md rests on.
+  if [[ -x $bin/bench_limits ]]; then
+    "$bin/bench_limits" markdown >"$bin/limits.md"
+    echo
+    echo "The machine's primitives (bench_limits):"
+    cat "$bin/limits.md"
+    {
+      echo
+      echo "## The machine's primitives"
+      echo
+      echo "What the scaling model in [../performance.md](../performance.md) rests on, measured by \`bench_limits\` in the same run:"
+      echo
+      cat "$bin/limits.md"
+    } >>"$root/docs/perf/scaling.md"
+  fi
   echo
   echo "Machine: $BENCH_MACHINE"
   echo "Wrote $samples and docs/perf/scaling.md ($((SECONDS - start)) s in all)"
