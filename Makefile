@@ -11,8 +11,9 @@
 #   make soak-server  the offload server under mixed load for SOAK_SECONDS (default 600)
 
 SHELL := /bin/bash
-# curl is the client of the offload server's integration test.
-DEBIAN_PACKAGES := cmake ninja-build g++ clang make pkg-config libasio-dev catch2 libfmt-dev curl
+# curl is the client of the offload server's integration test; lld links the
+# tests and examples (CMakeLists.txt, COEXEC_USE_LLD).
+DEBIAN_PACKAGES := cmake ninja-build g++ clang lld make pkg-config libasio-dev catch2 libfmt-dev curl
 # default-jdk-headless: the JDK's ThreadPoolExecutor and ForkJoinPool as peers (bench/java/).
 BENCH_PACKAGES := libtbb-dev valgrind default-jdk-headless
 # libFuzzer and its sanitizers ship with clang's runtime.
