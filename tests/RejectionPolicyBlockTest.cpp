@@ -78,9 +78,11 @@ TEST_CASE(
   REQUIRE(started.waitFor(1));
   producer.start(pool, ran);
 
-  // The task reached the policy (counted on arrival) and the producer waits.
-  REQUIRE(eventually([&] { return pool.stats().rejectedCount == 1; }));
+  // The task reached the policy and the producer waits: a waiting producer,
+  // not (yet, or ever) a refusal.
+  REQUIRE(eventually([&] { return pool.stats().waitingProducers == 1; }));
   CHECK_FALSE(producer.returned());
+  CHECK(pool.stats().rejectedCount == 0);
 
   gate.open();
   REQUIRE(eventually([&] { return producer.returned(); }));
@@ -89,7 +91,9 @@ TEST_CASE(
   CHECK(ran.load());
   const PoolStats stats = pool.stats();
   CHECK(stats.taskCount == v.blockers + 1);
-  CHECK(stats.rejectedCount == 1);
+  CHECK(stats.rejectedCount == 0);  // admitted after waiting: counted as a wait, not as a refusal
+  CHECK(stats.waitedForRoomCount == 1);
+  CHECK(stats.waitingProducers == 0);
 }
 
 TEST_CASE("a producer waiting under block is released with RejectedExecution when the pool shuts down",
@@ -106,7 +110,7 @@ TEST_CASE("a producer waiting under block is released with RejectedExecution whe
   pool.execute(blockingTask(gate, started));
   REQUIRE(started.waitFor(1));
   producer.start(pool, ran);
-  REQUIRE(eventually([&] { return pool.stats().rejectedCount == 1; }));
+  REQUIRE(eventually([&] { return pool.stats().waitingProducers == 1; }));
 
   if (now) {
     CHECK(pool.shutdownNow().size() == 1);
@@ -119,6 +123,8 @@ TEST_CASE("a producer waiting under block is released with RejectedExecution whe
   REQUIRE(pool.awaitTermination(kLong));
   CHECK_FALSE(ran.load());
   CHECK(pool.stats().taskCount == 2);
+  CHECK(pool.stats().rejectedCount == 1);  // refused by the shutdown
+  CHECK(pool.stats().waitedForRoomCount == 0);
 }
 
 TEST_CASE("block gives up after its timeout and throws RejectedExecution, the task never runs",
@@ -175,7 +181,7 @@ TEST_CASE("block() producers are woken when a task leaves a local queue, not onl
     pool.execute([] {});  // full: waits in block()
     admitted = true;
   });
-  REQUIRE(eventually([&] { return pool.stats().rejectedCount == 1; }));  // it reached the policy
+  REQUIRE(eventually([&] { return pool.stats().waitingProducers == 1; }));  // it waits in the policy
   parentGate.open();                                                     // the worker takes the subtask
   REQUIRE(childRunning.waitFor(1));
   const bool wokenInTime = eventually([&] { return admitted.load(); });

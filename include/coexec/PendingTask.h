@@ -11,6 +11,7 @@ namespace detail {
 class PoolImpl;
 class TaskQueue;
 class ResumeOnAwaiter;
+class RoomWaiter;
 }  // namespace detail
 
 /// A task that has not run: what a rejection policy receives and what
@@ -72,6 +73,7 @@ class COEXEC_EXPORT PendingTask {
   friend class detail::PoolImpl;
   friend class detail::TaskQueue;
   friend class detail::ResumeOnAwaiter;
+  friend class detail::RoomWaiter;
   explicit PendingTask(detail::Ref<detail::TaskCore> core) noexcept : core_(std::move(core)) {}
   /// Settles a task that never ran with BrokenPromise and empties the handle.
   void abandonUnrun() noexcept;

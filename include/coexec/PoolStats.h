@@ -47,8 +47,13 @@ COEXEC_EXPORT std::string_view toString(PoolState state) noexcept;
 /// discardedCount + drainedCount + queueSize + localQueueSize` (both queue
 /// sizes are 0 once the pool is quiescent). A task that reached the
 /// rejection policy is counted in `rejectedCount` and never in `taskCount`,
-/// except when the policy admits it after all (`discardOldest` after evicting
-/// the oldest task, `block` once room appears): that task is then in both.
+/// except when `discardOldest` admits it after all by evicting the oldest
+/// task: that task is then in both. A task that waited for room and was
+/// then admitted (the `block` policy, or `submitWhenRoom()`) is counted in
+/// `taskCount` and `waitedForRoomCount`, never in `rejectedCount`; one whose
+/// wait ended without room (block()'s timeout, a shutdown) in
+/// `rejectedCount`; a submitWhenRoom() that timed out or whose producer was
+/// cancelled, in no counter (nothing was submitted).
 ///
 /// Thread safety: a plain value; copy freely.
 struct PoolStats {
@@ -67,9 +72,15 @@ struct PoolStats {
   std::size_t localQueueSize = 0;        ///< tasks submitted from the pool's own threads, waiting in their
                                          ///< local queues (bounded(n) counts them against its capacity)
   std::size_t queueCapacity = 0;         ///< 0 for synchronous(); SIZE_MAX for unbounded()
-  std::uint64_t rejectedCount = 0;       ///< tasks that reached the rejection policy, and tasks refused after
-                                         ///< shutdown whatever the policy (schedule*, invokeAll / invokeAny,
-                                         ///< TaskGroup::spawn)
+  std::uint64_t rejectedCount = 0;       ///< tasks the pool refused: those the rejection policy refused (for
+                                         ///< block(), after its timeout), and tasks refused after shutdown
+                                         ///< whatever the policy (schedule*, invokeAll / invokeAny,
+                                         ///< TaskGroup::spawn, submitWhenRoom)
+  std::uint64_t waitedForRoomCount = 0;  ///< tasks admitted after waiting for room: block() and
+                                         ///< submitWhenRoom() (also in taskCount)
+  std::size_t waitingProducers = 0;      ///< producers waiting for room now: coroutines suspended in
+                                         ///< submitWhenRoom() and threads blocked by block(); their tasks
+                                         ///< are in no count until admitted
   std::uint64_t failedCount = 0;         ///< admitted tasks that threw (or whose beforeExecute threw)
   std::uint64_t cancelledCount = 0;      ///< admitted tasks cancelled while queued, or that ended by throwing
                                          ///< OperationCancelled (a task cancelled while running that returns
@@ -97,9 +108,10 @@ struct COEXEC_EXPORT fmt::formatter<coexec::PoolState> : fmt::formatter<std::str
 /// Formats a PoolStats on one line:
 /// `pool 'io' RUNNING: size 2 (core 1, max 2, largest 2), active 2, queued 1/1,
 /// tasks 7 (completed 3, failed 1, cancelled 0, discarded 0, drained 0),
-/// rejected 2, scheduled 3, temporary runs 4` (`, scheduled N` only while
-/// timers are pending, `, temporary runs N` only once newThreadRuns() has
-/// run a task).
+/// rejected 2, waited for room 5 (waiting now 1), scheduled 3, temporary runs
+/// 4` (`, waited for room N (waiting now M)` only once a task has waited for
+/// room or a producer waits, `, scheduled N` only while timers are pending,
+/// `, temporary runs N` only once newThreadRuns() has run a task).
 template <>
 struct COEXEC_EXPORT fmt::formatter<coexec::PoolStats> : fmt::formatter<std::string_view> {
   fmt::format_context::iterator format(const coexec::PoolStats& stats, fmt::format_context& ctx) const;

@@ -18,6 +18,7 @@
 #include "coexec/PoolStats.h"
 #include "coexec/RejectionPolicy.h"
 #include "coexec/ScheduledFuture.h"
+#include "coexec/SubmitWhenRoom.h"
 #include "coexec/TaskOptions.h"
 #include "coexec/ThreadDump.h"
 #include "coexec/ThreadPoolOptions.h"
@@ -331,6 +332,38 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   template <class F>
   [[nodiscard]] bool tryExecute(F&& f, int priority = 0);
 
+  /// `Future<R> f = co_await pool.submitWhenRoom(work);`: submit() for a
+  /// producer coroutine that must not outrun the pool. Where submit() would
+  /// hand the task to the rejection policy for lack of room (queue full and
+  /// maximumPoolSize reached), the awaiting coroutine suspends instead, its
+  /// thread free, until room appears; the task is then admitted exactly as
+  /// submit() admits it and the Future returned. The policy is never called.
+  /// Waiting producers are served first come, first served: each is woken
+  /// only when its task has been admitted, and one whose room a plain
+  /// submit() took keeps its place. Overloads as submit(): `(f, priority)`,
+  /// `(f, token, priority)` (the task linked to `token`), `(f, options)`,
+  /// and `(f, timeout)`: TimeoutError if no room appears within `timeout` on
+  /// the pool's clock. The wait ends without admission, nothing run or
+  /// counted, by OperationCancelled when the awaiting coroutine's task is
+  /// cancelled, TimeoutError, or RejectedExecution at shutdown() /
+  /// shutdownNow() (at once if the pool is shut down already; counted in
+  /// rejectedCount). A task admitted after waiting counts in
+  /// PoolStats::waitedForRoomCount; waiting producers in waitingProducers.
+  /// Resumes on the thread that made room if it belongs to the producer's
+  /// scheduler, else posted there. Nothing happens until awaited; awaited
+  /// once. \throws at the call what submit() throws for `f`. The awaitable,
+  /// its GCC 12 rule (a temporary callable that is not trivially
+  /// destructible: name the awaitable first) and the other details:
+  /// coexec/SubmitWhenRoom.h, docs/executor.md ("Backpressure").
+  template <class F>
+  [[nodiscard]] auto submitWhenRoom(F&& f, int priority = 0);
+  template <class F>
+  [[nodiscard]] auto submitWhenRoom(F&& f, const CancellationToken& token, int priority = 0);
+  template <class F>
+  [[nodiscard]] auto submitWhenRoom(F&& f, const TaskOptions& options);
+  template <class F, class Rep, class Period>
+  [[nodiscard]] auto submitWhenRoom(F&& f, std::chrono::duration<Rep, Period> timeout);
+
   /// `co_await pool.invokeAll(tasks)`: runs every task of `tasks` on this
   /// pool and returns their results in input order, as a `std::vector<R>`
   /// (nothing for void tasks). `tasks` is a forward range of callables (as
@@ -504,6 +537,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
  private:
   friend class RejectionPolicy;
   friend class detail::ResumeOnAwaiter;
+  friend class detail::RoomWaiter;  // submitWhenRoom()
   friend struct detail::CombinatorAccess;  // the combinators (InvokeAll, WhenAll, AsCompleted, TaskGroup)
   friend struct detail::LaneAccess;        // SerialExecutor and KeyedExecutor (detail/LaneAccess.h)
 

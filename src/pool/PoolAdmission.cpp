@@ -310,7 +310,10 @@ bool ThreadPoolExecutor::tryAdmit(PendingTask& task, bool countRejection) {
     std::lock_guard lock(p.mutex_);
     admitted = p.tryAdmitLocked(task, errors);
     if (!admitted) {
-      if (countRejection) ++p.rejected_;  // in the same snapshot as the refusal
+      // In the same snapshot as the refusal. Under block() the count waits
+      // for the policy's verdict (offerWithin): a task admitted after
+      // waiting for room was not refused.
+      if (countRejection && p.policy_.name() != "block") ++p.rejected_;
       detail::noteRejectReason(task.core_.get(), p.saturationReasonLocked(!errors.empty()));
     }
   }
@@ -359,6 +362,7 @@ bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds
   {
     std::unique_lock lock(p.mutex_);
     p.blockedMirror_.store(++p.blockedProducers_, std::memory_order_seq_cst);
+    bool waited = false;
     while (true) {
       if (p.tryAdmitLocked(task, errors)) {
         admitted = true;
@@ -368,6 +372,7 @@ bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds
         detail::noteRejectReason(task.core_.get(), p.saturationReasonLocked(false));
         break;
       }
+      waited = true;
       if (p.roomAvailable_.wait_until(lock, deadline) == std::cv_status::timeout) {
         admitted = p.tryAdmitLocked(task, errors);
         if (!admitted) detail::noteRejectReason(task.core_.get(), "the work queue stayed full for the whole block() timeout");
@@ -375,6 +380,11 @@ bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds
       }
     }
     p.blockedMirror_.store(--p.blockedProducers_, std::memory_order_seq_cst);
+    // The pool's own block() policy: the refusal was not counted yet (see
+    // tryAdmit); a wait that ended in admission is a wait, not a refusal.
+    const bool ownBlock = p.policy_.name() == "block";
+    if (!admitted && ownBlock) ++p.rejected_;
+    if (admitted && (waited || ownBlock)) ++p.waitedForRoom_;
   }
   p.reportFactoryErrors(errors);
   return admitted;
@@ -417,6 +427,7 @@ std::size_t ThreadPoolExecutor::purge() {
     p.outside_.cancelled.fetch_add(removed.size(), std::memory_order_relaxed);
     if (!removed.empty() && p.blockedProducers_ > 0) p.roomAvailable_.notify_all();
   }
+  if (!removed.empty() && p.roomWaitersMirror_.load(std::memory_order_seq_cst) != 0) p.serveRoomWaiters();
   return removed.size();  // destroyed here, outside the lock
 }
 

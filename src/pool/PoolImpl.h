@@ -38,6 +38,7 @@ class ThreadPoolExecutor;
 namespace coexec::detail {
 
 class ScheduledItem;
+class RoomWaiter;
 struct TemporaryJob;
 class OneShotTimer;
 class PeriodicState;
@@ -278,6 +279,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   const bool localQueues_;                     // the queue kind allows local queues (and inject_)
   const bool bounded_;                         // bounded(n): places are reserved in queued_
   std::atomic<std::size_t> blockedMirror_{0};  // blockedProducers_, readable without the lock
+  std::atomic<std::size_t> roomWaitersMirror_{0};  // roomWaiters_, ditto
+  std::atomic<bool> roomSignal_{false};  // room appeared under the lock: serve the waiters once it is released
   // bounded() and unbounded(): the shared FIFO. Submissions from outside the
   // pool push here without the pool's lock, and workers pop without it.
   // queue_ is its overflow: when the ring is full, tasks go to queue_ and
@@ -318,6 +321,23 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   /// A task left a queue without the pool's lock (`locked`: with it): gives
   /// its place back and wakes the block() producers waiting for room.
   void leftQueue(bool locked) noexcept;
+  /// Requires: mutex_ held. Room may have appeared: wakes the block()
+  /// producers; marks submitWhenRoom()'s to be served after the lock.
+  void roomAppearedLocked() noexcept {
+    if (blockedProducers_ > 0) roomAvailable_.notify_all();
+    if (roomWaiters_ > 0) roomSignal_.store(true, std::memory_order_relaxed);
+  }
+  // submitWhenRoom()'s FIFO (RoomWait.cpp). *Locked: mutex_ held. Serving
+  // admits from the head while there is room; the waits it ends, and those
+  // a shutdown ends (refused, counted), are chained for finishRoomWaits(),
+  // which hands their coroutines back without the lock.
+  void appendRoomWaiterLocked(RoomWaiter& waiter) noexcept;
+  void removeRoomWaiterLocked(RoomWaiter& waiter) noexcept;
+  void serveRoomWaitersLocked(RoomWaiter*& ended, FactoryErrors& errors);
+  void serveRoomWaiters() noexcept;  // takes mutex_
+  RoomWaiter* endRoomWaitsLocked() noexcept;
+  void finishRoomWaits(RoomWaiter* ended) noexcept;
+  static void onRoomTimeout(void* context) noexcept;  // a timeout's timer (context: the pool)
 
   // Coroutine tasks started and not finished ("in flight"): the pool does
   // not terminate while any is. Counted per worker with plain stores, and in
@@ -358,6 +378,10 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   std::vector<std::thread> exited_;   // threads of exited workers, not yet joined
   std::vector<Worker*> idleWorkers_;  // waiting for work, most recent last
   std::size_t blockedProducers_ = 0;
+  RoomWaiter* roomHead_ = nullptr;  // submitWhenRoom()'s waiting producers, oldest first (RoomWait.cpp)
+  RoomWaiter* roomTail_ = nullptr;
+  std::size_t roomWaiters_ = 0;
+  std::uint64_t waitedForRoom_ = 0;  // PoolStats::waitedForRoomCount
   std::size_t largestPoolSize_ = 0;
   std::size_t threadsCreated_ = 0;
   std::uint64_t discarded_ = 0;

@@ -51,7 +51,7 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
   // seq_cst, then the seq_cst size of inject_: a lock-free submitter pushes
   // and then reads poolSizeMirror_, so one of the two starts a thread.
   poolSizeMirror_.store(workers_.size(), std::memory_order_seq_cst);
-  if (blockedProducers_ > 0) roomAvailable_.notify_all();  // room for a new thread
+  roomAppearedLocked();  // room for a new thread
   // After shutdown, the others look again: one parked on an in-flight total
   // it read before this worker's last finishes (plain stores, see PoolImpl.h)
   // would otherwise wait for a wake-up that never comes.
@@ -119,8 +119,10 @@ void ThreadPoolExecutor::shutdown() {
   }
   p.wakeAllLocked();
   p.roomAvailable_.notify_all();
+  detail::RoomWaiter* const refused = p.endRoomWaitsLocked();  // submitWhenRoom()'s producers: RejectedExecution
   p.tryTerminateLocked(lock);
   lock.unlock();
+  p.finishRoomWaits(refused);
   p.reportFactoryErrors(errors);
 }
 
@@ -131,6 +133,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
   std::vector<detail::Ref<detail::TaskCore>> running;
   std::vector<detail::Ref<detail::TaskCore>> joined;  // entries of tasks joins ran: dropped after the lock
   detail::TimerWork timers;
+  detail::RoomWaiter* refused = nullptr;  // submitWhenRoom()'s producers: RejectedExecution
   {
     std::unique_lock lock(p.mutex_);
     if (p.state_ == PoolState::running || p.state_ == PoolState::shutdown) p.setStateLocked(PoolState::stop);
@@ -166,9 +169,11 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     }
     p.wakeAllLocked();
     p.roomAvailable_.notify_all();
+    refused = p.endRoomWaitsLocked();
     p.tryTerminateLocked(lock);
   }
   // Outside the lock: token callbacks and capture destructors are user code.
+  p.finishRoomWaits(refused);
   timers.run(p);
   for (auto& task : running)
     task->requestTokenCancellation();
@@ -249,20 +254,24 @@ void ThreadPoolExecutor::setCorePoolSize(std::size_t corePoolSize) {
     if (p.workers_.size() > corePoolSize) p.wakeAllLocked();  // surplus threads become timed
   }
   if (grow > 0) p.startWorkers(grow, true);
+  if (grow > 0 && p.roomWaitersMirror_.load(std::memory_order_seq_cst) != 0) p.serveRoomWaiters();  // room for a thread
 }
 
 void ThreadPoolExecutor::setMaximumPoolSize(std::size_t maximumPoolSize) {
   detail::PoolImpl& p = *impl_;
-  std::lock_guard lock(p.mutex_);
-  if (maximumPoolSize == 0 || maximumPoolSize < p.corePoolSize_) {
-    throw std::invalid_argument(
-        fmt::format("coexec::ThreadPoolExecutor::setMaximumPoolSize: maximumPoolSize must be at least 1 and at least "
-                    "corePoolSize ({}), got {}",
-                    p.corePoolSize_, maximumPoolSize));
+  {
+    std::lock_guard lock(p.mutex_);
+    if (maximumPoolSize == 0 || maximumPoolSize < p.corePoolSize_) {
+      throw std::invalid_argument(
+          fmt::format("coexec::ThreadPoolExecutor::setMaximumPoolSize: maximumPoolSize must be at least 1 and at "
+                      "least corePoolSize ({}), got {}",
+                      p.corePoolSize_, maximumPoolSize));
+    }
+    p.maximumPoolSize_ = maximumPoolSize;
+    p.wakeAllLocked();
+    if (p.blockedProducers_ > 0) p.roomAvailable_.notify_all();
   }
-  p.maximumPoolSize_ = maximumPoolSize;
-  p.wakeAllLocked();
-  if (p.blockedProducers_ > 0) p.roomAvailable_.notify_all();
+  if (p.roomWaitersMirror_.load(std::memory_order_seq_cst) != 0) p.serveRoomWaiters();  // room for more threads
 }
 
 void ThreadPoolExecutor::setKeepAliveTime(std::chrono::nanoseconds keepAliveTime) {

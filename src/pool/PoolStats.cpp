@@ -27,10 +27,13 @@ fmt::format_context::iterator fmt::formatter<coexec::PoolStats>::format(const co
                                                                                   : fmt::to_string(s.queueCapacity);
   std::string text = fmt::format(
       "pool '{}' {}: size {} (core {}, max {}, largest {}), active {}, queued {}/{}{}, tasks {} (completed {}, "
-      "failed {}, cancelled {}, discarded {}, drained {}), rejected {}{}{}",
+      "failed {}, cancelled {}, discarded {}, drained {}), rejected {}{}{}{}",
       s.name, s.state, s.poolSize, s.corePoolSize, s.maximumPoolSize, s.largestPoolSize, s.activeCount, s.queueSize,
       capacity, s.localQueueSize == 0 ? std::string() : fmt::format(" (+{} local)", s.localQueueSize), s.taskCount,
       s.completedTaskCount, s.failedCount, s.cancelledCount, s.discardedCount, s.drainedCount, s.rejectedCount,
+      s.waitedForRoomCount == 0 && s.waitingProducers == 0
+          ? std::string()
+          : fmt::format(", waited for room {} (waiting now {})", s.waitedForRoomCount, s.waitingProducers),
       s.scheduledCount == 0 ? std::string() : fmt::format(", scheduled {}", s.scheduledCount),
       s.temporaryThreadRuns == 0 ? std::string() : fmt::format(", temporary runs {}", s.temporaryThreadRuns));
   return fmt::formatter<std::string_view>::format(text, ctx);

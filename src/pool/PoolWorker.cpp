@@ -73,12 +73,15 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
         break;
       }
     }
+    // Room that appeared under the lock, for producers waiting in submitWhenRoom().
+    if (roomSignal_.load(std::memory_order_relaxed)) serveRoomWaiters();
     // Counts toward the yields waiting behind the work that was queued.
     if (!work.yield && worker->yieldCount.load(std::memory_order_relaxed) > 0) {
       worker->ranSinceYield.store(worker->ranSinceYield.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
     execute(*worker, std::move(work));
   }
+  if (roomSignal_.load(std::memory_order_relaxed)) serveRoomWaiters();  // this thread's exit made room
   exchangeCurrentScheduler(nullptr);
   tlsWorkerName = nullptr;
   tlsWorker = nullptr;
@@ -248,14 +251,20 @@ void PoolImpl::leftQueue(bool locked) noexcept {
   // seq_cst decrement, then seq_cst read of blockedMirror_: a block()
   // producer stores blockedMirror_ and then reads queued_ (reserveQueued),
   // both seq_cst, so either it sees the place or we see it waiting.
+  // submitWhenRoom()'s producers likewise (roomWaitersMirror_).
   releaseQueued();
-  if (blockedMirror_.load(std::memory_order_seq_cst) == 0) return;
+  const bool blocked = blockedMirror_.load(std::memory_order_seq_cst) != 0;
+  const bool waiting = roomWaitersMirror_.load(std::memory_order_seq_cst) != 0;
+  if (!blocked && !waiting) return;
   if (locked) {
-    roomAvailable_.notify_all();
-  } else {
+    roomAppearedLocked();
+    return;
+  }
+  if (blocked) {
     std::lock_guard lock(mutex_);  // a producer between its check and its wait holds the lock
     roomAvailable_.notify_all();
   }
+  if (waiting) serveRoomWaiters();
 }
 
 PoolImpl::Work PoolImpl::popInject(bool locked) {
@@ -407,7 +416,7 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
       if (inject_) refillLocked();  // the ring is empty: the overflow's oldest go back to it
       publishSharedWorkLocked();
       wakeHelperLocked();
-      if (blockedProducers_ > 0) roomAvailable_.notify_all();
+      roomAppearedLocked();
       return Work{std::move(next.core_), {}, false};
     }
     if (Work stolen = stealLocked(worker)) return stolen;
@@ -441,6 +450,11 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
       continue;
     }
     if (blockedProducers_ > 0) roomAvailable_.notify_all();  // an idle thread is room for a hand-off
+    if (roomWaiters_ > 0) {  // so for submitWhenRoom(): serve without the lock (we stay on the idle stack)
+      lock.unlock();
+      serveRoomWaiters();
+      lock.lock();
+    }
     if (timed && manualClock_ != nullptr) {
       bool alarmed = true;
       try {

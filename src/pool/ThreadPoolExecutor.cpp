@@ -169,6 +169,8 @@ PoolStats PoolImpl::statsLocked() const {
     s.localQueueSize += worker.local.sizeAtOneInstant();
   s.queueCapacity = queueSpec_.capacity();
   s.rejectedCount = rejected_;
+  s.waitedForRoomCount = waitedForRoom_;
+  s.waitingProducers = roomWaiters_ + blockedProducers_;
   s.discardedCount = discarded_;
   s.drainedCount = drained_;
   s.scheduledCount = armedCount_;

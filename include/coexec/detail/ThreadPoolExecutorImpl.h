@@ -126,6 +126,43 @@ inline bool ThreadPoolExecutor::tryExecute(F&& f, int priority) {
   return !linkToCaller(task, nullptr) || tryAdmit(task);
 }
 
+template <class F>
+inline auto ThreadPoolExecutor::submitWhenRoom(F&& f, int priority) {
+  using R = detail::SubmitResult<std::decay_t<F>>;
+  PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submitWhenRoom");
+  Future<R> future(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>());
+  return detail::SubmitWhenRoomAwaitable<R, detail::kOwningTemporary<F>>(*this, std::move(task), std::move(future),
+                                                                         nullptr, {}, false);
+}
+
+template <class F>
+inline auto ThreadPoolExecutor::submitWhenRoom(F&& f, const CancellationToken& token, int priority) {
+  using R = detail::SubmitResult<std::decay_t<F>>;
+  PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submitWhenRoom");
+  Future<R> future(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>());
+  return detail::SubmitWhenRoomAwaitable<R, detail::kOwningTemporary<F>>(*this, std::move(task), std::move(future),
+                                                                         &token, {}, false);
+}
+
+template <class F>
+inline auto ThreadPoolExecutor::submitWhenRoom(F&& f, const TaskOptions& options) {
+  using R = detail::SubmitResult<std::decay_t<F>>;
+  PendingTask task = makeTask<true>(std::forward<F>(f), options.priority, "submitWhenRoom");
+  nameTask(task, options.name);
+  Future<R> future(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>());
+  return detail::SubmitWhenRoomAwaitable<R, detail::kOwningTemporary<F>>(*this, std::move(task), std::move(future),
+                                                                         nullptr, {}, false);
+}
+
+template <class F, class Rep, class Period>
+inline auto ThreadPoolExecutor::submitWhenRoom(F&& f, std::chrono::duration<Rep, Period> timeout) {
+  using R = detail::SubmitResult<std::decay_t<F>>;
+  PendingTask task = makeTask<true>(std::forward<F>(f), 0, "submitWhenRoom");
+  Future<R> future(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>());
+  return detail::SubmitWhenRoomAwaitable<R, detail::kOwningTemporary<F>>(
+      *this, std::move(task), std::move(future), nullptr, detail::saturatedDuration(timeout), true);
+}
+
 template <bool HasFuture, class F>
 inline PendingTask ThreadPoolExecutor::makeTask(F&& f, int priority, const char* operation) {
   using Fn = std::decay_t<F>;
