@@ -124,6 +124,56 @@ void overload(bench::Run& run) {
   run.record("caller share", "%", bench::Better::none, 100.0 * static_cast<double>(callerRan) / static_cast<double>(n));
 }
 
+// W10: backpressure. A producer of 1,000,000 tasks of ~200 ns into
+// core=max=2, bounded(1024), paced two ways: a thread under the block()
+// policy, and a coroutine (in syncWait on the same thread) that co_awaits
+// submitWhenRoom(). Throughput, and the producing thread's own CPU over the
+// run in percent of the wall time (a suspended producer, like a blocked
+// one, uses none).
+double threadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+coexec::Task<void> paced(ThreadPoolExecutor& pool, std::size_t n, const bench::Work& work, bench::Countdown& done) {
+  for (std::size_t i = 0; i < n; ++i) {
+    coexec::Future<void> admitted = co_await pool.submitWhenRoom([&work, &done] {
+      work();
+      done.hit();
+    });
+  }
+}
+
+void backpressure(bench::Run& run) {
+  const bench::Work work(200ns);
+  const std::size_t n = run.count(1'000'000);
+  for (const bool coroutine : {false, true}) {
+    bench::Countdown done;
+    Pool p(2, WorkQueue::bounded(1024), coroutine ? RejectionPolicy::abort() : RejectionPolicy::block(60s));
+    done.reset(n);
+    const double cpu0 = threadCpuSeconds();
+    const auto start = std::chrono::steady_clock::now();
+    const std::string prefix = coroutine ? "submitWhenRoom: " : "block(): ";
+    run.throughput(prefix + "throughput", "Mtasks/s", static_cast<double>(n), [&] {
+      if (coroutine) {
+        coexec::syncWait(paced(p.pool, n, work, done));
+      } else {
+        for (std::size_t i = 0; i < n; ++i) {
+          p.pool.execute([&] {
+            work();
+            done.hit();
+          });
+        }
+      }
+      done.wait();
+    });
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run.record(prefix + "producer CPU", "% wall", bench::Better::lower, 100.0 * (threadCpuSeconds() - cpu0) / wall);
+    bench::expectCount("tasks refused (rejectedCount)", p.pool.stats().rejectedCount, 0);
+  }
+}
+
 // W6: timers. The pool's own checks after a workload: no timer left
 // pending, and `admitted` tasks counted in taskCount (a timer's task counts
 // when it becomes due, so a cancelled one never).
@@ -307,6 +357,10 @@ const bench::Workload kWorkloads[] = {
      "keyed lanes (coexec only): 1,000,000 trivial tasks, execute()d on a pool of 2, then through a "
      "KeyedExecutor(pool, 64) over 64 keys",
      keyedThroughput},
+    {"W10",
+     "backpressure (coexec only): 1,000,000 tasks of ~200 ns into core=max=2, bounded(1024), from a thread under "
+     "block(60s), then from a coroutine that co_awaits submitWhenRoom(); producer CPU: the producing thread's",
+     backpressure},
     {"idle", "process CPU of an idle pool of 2 over 2 s, after its spin window", idle},
 };
 

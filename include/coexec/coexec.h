@@ -19,6 +19,7 @@
 #include "coexec/SerialExecutor.h"
 #include "coexec/Sizing.h"
 #include "coexec/Sleep.h"
+#include "coexec/SubmitWhenRoom.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
 #include "coexec/TaskLocal.h"
