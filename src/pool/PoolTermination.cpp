@@ -84,6 +84,11 @@ bool TerminationWait::suspend(std::coroutine_handle<> awaiting) {
   return true;  // T or F resumes it once mutex_ is released: `this` is not touched again here
 }
 
+bool TerminationWait::resumed() const noexcept {
+  if (suspended_) setCurrentTask(task_);
+  return terminated_;
+}
+
 void TerminationWait::onTimeout(void* self) noexcept {
   auto* const awaiter = static_cast<TerminationWait*>(self);
   PoolImpl& p = *awaiter->pool_;

@@ -81,11 +81,10 @@ class COEXEC_EXPORT TerminationWait {
       : pool_(&pool), timeout_(timeout), timed_(timed) {}
   ~TerminationWait() = default;
   /// For await_resume(): true if the pool terminated. Makes the coroutine's
-  /// task the thread's current task again, if it suspended.
-  bool resumed() const noexcept {
-    if (suspended_) setCurrentTask(task_);
-    return terminated_;
-  }
+  /// task the thread's current task again, if it suspended (out of line: it
+  /// writes a thread-local, whose address clang may cache across the
+  /// suspension in code inlined into the coroutine).
+  bool resumed() const noexcept;
 
  private:
   friend class PoolImpl;
