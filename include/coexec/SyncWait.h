@@ -137,10 +137,10 @@ T syncWait(const Task<T>& task) {
   std::terminate();
 }
 
-/// Awaits `awaitable` on the calling thread as `co_await awaitable` would in
-/// a coroutine, and returns what that gives (a value, a reference, or
-/// nothing), or rethrows its exception: `auto v =
-/// syncWait(pool.invokeAll(tasks));`. Blocks until it has finished. Takes
+/// Blocks the calling thread until `awaitable` has finished: awaits it as
+/// `co_await awaitable` would in a coroutine, and returns what that gives (a
+/// value, a reference, or nothing), or rethrows its exception: `auto v =
+/// syncWait(pool.invokeAll(tasks));`. Takes
 /// any awaitable but a Task (which has the overloads above): a Future (named
 /// or moved in) or ScheduledFuture, a PeriodicHandle, the awaitables of
 /// invokeAll / invokeAny / whenAll / whenAny / withTimeout,
