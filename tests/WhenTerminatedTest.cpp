@@ -81,6 +81,7 @@ TEST_CASE("whenTerminated resumes the awaiter once the pool terminates after shu
   Counter arrived;
   {
     ThreadPoolExecutor a(options(2, "a"));
+    coexec::test::OpenOnExit release(gate);  // a failed REQUIRE does not leave a's task blocked
     Counter running;
     a.execute([&] {
       running.arrive();
@@ -110,8 +111,9 @@ TEST_CASE("whenTerminated resumes the awaiter once the pool terminates after shu
 }
 
 TEST_CASE("whenTerminated under syncWait resumes on the syncWait thread", "[executor][whenTerminated][syncwait]") {
-  ThreadPoolExecutor a(options(1, "a"));
   Gate gate;
+  ThreadPoolExecutor a(options(1, "a"));
+  coexec::test::OpenOnExit release(gate);
   Counter running;
   a.execute([&] {
     running.arrive();
@@ -153,6 +155,7 @@ TEST_CASE("whenTerminated with a timeout on a ManualClock", "[executor][whenTerm
   Counter running;
   Counter arrived;
   ThreadPoolExecutor a(options(1, "a", &clock));
+  coexec::test::OpenOnExit release(gate);
   a.execute([&] {
     running.arrive();
     gate.wait();
@@ -240,6 +243,7 @@ TEST_CASE("many concurrent whenTerminated awaiters are each resumed once", "[exe
   std::vector<Future<bool>> waiters;
   {
     ThreadPoolExecutor a(options(1, "a"));
+    coexec::test::OpenOnExit release(gate);
     a.execute([&] {
       running.arrive();
       gate.wait();
@@ -288,6 +292,7 @@ TEST_CASE("a timeout racing the termination resumes the awaiter exactly once", "
     Future<Seen> waiter;
     {
       ThreadPoolExecutor a(options(1, "a", &clock));
+      coexec::test::OpenOnExit release(gate);
       a.execute([&] {
         running.arrive();
         gate.wait();
