@@ -325,6 +325,39 @@ TEST_CASE("a timeout racing the termination resumes the awaiter exactly once", "
   WARN("terminated first: " << terminatedFirst << ", timed out first: " << timedOutFirst);
 }
 
+TEST_CASE("an await racing the termination is resumed exactly once", "[executor][whenTerminated][race]") {
+  // The waiter awaits while the pool's last task ends: it either finds the
+  // pool TERMINATED or is linked before and resumed by the termination;
+  // never lost, never twice.
+  const std::size_t rounds = coexec::test::stressSize(300, 4);
+  ThreadPoolExecutor b(options(2, "b"));
+  for (std::size_t round = 0; round < rounds; ++round) {
+    Gate gate;
+    Counter running;
+    std::atomic<int> resumptions{0};
+    Future<bool> waiter;
+    {
+      ThreadPoolExecutor a(options(1, "a"));
+      coexec::test::OpenOnExit release(gate);
+      a.execute([&] {
+        running.arrive();
+        gate.wait();
+      });
+      REQUIRE(running.waitFor(1));
+      a.shutdown();
+      waiter = b.submit([&]() -> Task<bool> {
+        co_await a.whenTerminated();
+        resumptions.fetch_add(1);
+        co_return a.isTerminated();
+      });
+      gate.open();  // a terminates while the waiter starts and awaits
+      REQUIRE(waiter.waitFor(kLong));
+      CHECK(waiter.get());
+    }
+    CHECK(resumptions.load() == 1);
+  }
+}
+
 TEST_CASE("whenTerminated on a thread or in a coroutine task of the pool itself throws std::logic_error",
           "[executor][whenTerminated]") {
   ThreadPoolExecutor a(options(2, "a"));
