@@ -26,6 +26,7 @@
 #include "coexec/WorkQueue.h"
 #include "coexec/detail/CoroutineTask.h"
 #include "coexec/detail/TaskCore.h"
+#include "coexec/detail/TerminationAwaiter.h"
 #include "coexec/detail/Time.h"
 
 namespace coexec {
@@ -473,6 +474,12 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// terminated. A zero or negative timeout polls.
   /// \throws std::logic_error if called from one of this pool's threads.
   bool awaitTermination(std::chrono::nanoseconds timeout);
+  /// `co_await pool.whenTerminated()` resumes the coroutine on its scheduler
+  /// once the pool is TERMINATED; never blocks. \throws std::logic_error on a
+  /// thread or in a coroutine task of this pool. See detail::TerminationWait.
+  [[nodiscard]] detail::TerminationAwaiter<false> whenTerminated() noexcept;
+  /// As whenTerminated(); gives awaitTermination()'s bool (on the pool's clock).
+  [[nodiscard]] detail::TerminationAwaiter<true> whenTerminated(std::chrono::nanoseconds timeout) noexcept;
 
   /// shutdown(), then blocks until TERMINATED and joins every thread. A
   /// coroutine task of this pool that finishes on another thread (after a

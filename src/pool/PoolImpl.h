@@ -39,6 +39,7 @@ namespace coexec::detail {
 
 class ScheduledItem;
 class RoomWaiter;
+class TerminationWait;
 struct TemporaryJob;
 class OneShotTimer;
 class PeriodicState;
@@ -249,7 +250,12 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
 
   alignas(64) mutable std::mutex mutex_;
   std::condition_variable roomAvailable_;  // block() producers; notified when a worker takes a task
-  std::condition_variable terminated_;     // awaitTermination()
+  std::condition_variable terminated_;     // awaitTermination(), close()
+  // whenTerminated() awaiters (PoolTermination.cpp), and the resumptions of
+  // them under way after TERMINATED, which close() waits for. Guarded by mutex_.
+  TerminationWait* terminationWaiters_ = nullptr;
+  std::size_t terminationHolds_ = 0;
+  void resumeTerminationWaitersLocked(std::unique_lock<std::mutex>& lock);  // Requires: mutex_ held; TERMINATED
 
   Counters outside_;  // see Counters
   /// Adds `n` to a counter of the calling worker's own set (see Counters).

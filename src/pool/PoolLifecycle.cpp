@@ -10,12 +10,14 @@
 //   left and nothing is queued, in flight or waiting to resume; the
 //   terminated hook runs before it (with the lock released and
 //   terminating_ set: nothing may start a worker then), and close() frees
-//   the pool only after it has seen TERMINATED under mutex_.
+//   the pool only after it has seen TERMINATED under mutex_, and no
+//   whenTerminated() awaiter being handed back (terminationHolds_).
 // - A worker's counters move to outside_ when it exits, under mutex_, so
 //   stats() never counts them twice or not at all.
 
 #include "coexec/ThreadPoolExecutor.h"
 
+#include <cassert>
 #include <stdexcept>
 #include <thread>
 
@@ -93,6 +95,7 @@ void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
   }
   setStateLocked(PoolState::terminated);
   terminating_ = false;
+  if (terminationWaiters_ != nullptr) resumeTerminationWaitersLocked(lock);
   terminated_.notify_all();
 }
 
@@ -209,7 +212,9 @@ void ThreadPoolExecutor::close() {
   std::vector<std::thread> threads;
   {
     std::unique_lock lock(p.mutex_);
-    p.terminated_.wait(lock, [&] { return p.state_ == PoolState::terminated; });
+    // And for the whenTerminated() awaiters still being handed back.
+    p.terminated_.wait(lock, [&] { return p.state_ == PoolState::terminated && p.terminationHolds_ == 0; });
+    assert(p.terminationWaiters_ == nullptr && "coexec: a whenTerminated() awaiter outlived the pool's termination");
     threads.swap(p.exited_);
   }
   for (std::thread& t : threads)

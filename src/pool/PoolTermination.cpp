@@ -1,0 +1,157 @@
+// whenTerminated(): coroutines waiting for a pool to be TERMINATED, without
+// a thread. See detail/TerminationAwaiter.h for the contract.
+//
+// Everything is decided under the pool's mutex_, which guards the list of
+// awaiters (terminationWaiters_, each awaiter's prev_/next_/linked_) and
+// terminationHolds_. Three parties meet there:
+// - await_suspend (S): under mutex_, if the pool is not TERMINATED, arms
+//   the timer (if any) and links the awaiter; after unlocking it touches
+//   nothing of the awaiter (either party below may have resumed it).
+// - the termination (T), in tryTerminateLocked once the state is
+//   TERMINATED: unlinks every awaiter. An awaiter without a timer, or whose
+//   timer it removes (TimerService::cancel succeeds: the callback will
+//   never run), is T's to resume: T marks it terminated, and after every
+//   awaiter is unlinked releases mutex_ and posts them to their schedulers.
+//   An awaiter whose timer could not be removed is firing: its callback
+//   (F) resumes it, and T takes a hold (terminationHolds_) for F.
+// - the timer's callback (F), on the firing thread: takes mutex_. If the
+//   awaiter is still linked, the timeout came first: F unlinks it and
+//   resumes it with false. If not, T unlinked it and left it to F: F drops
+//   T's hold and resumes it with true.
+// So exactly one of T and F resumes each awaiter, once.
+//
+// The pool outlives every use of it here: close() (the destructor) waits,
+// under mutex_, for TERMINATED and terminationHolds_ == 0. T holds one hold
+// while it posts the awaiters with mutex_ released; F, before it takes
+// mutex_, reaches a pool that is alive: either the awaiter is linked (the
+// pool has not terminated: T must unlink it first) or T has unlinked it and
+// holds a hold for F. Once TERMINATED no awaiter is linked, and nothing
+// links one after (S sees TERMINATED).
+//
+// T never resumes a coroutine inline (it runs inside the pool's
+// termination, with callers up the stack that will take mutex_ again): it
+// posts to the recorded scheduler; only a coroutine with no scheduler is
+// resumed on T's thread.
+
+#include "coexec/ThreadPoolExecutor.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "coexec/detail/TerminationAwaiter.h"
+#include "coexec/detail/Time.h"
+#include "pool/PoolImpl.h"
+#include "scheduler/TimerService.h"
+
+namespace coexec {
+namespace detail {
+
+bool TerminationWait::suspend(std::coroutine_handle<> awaiting) {
+  PoolImpl& p = *pool_;
+  if (currentPool() == &p || (task_ != nullptr && task_->owner == &p)) {
+    throw std::logic_error(fmt::format(
+        "coexec::ThreadPoolExecutor::whenTerminated awaited on a thread or in a coroutine task of pool '{}' itself: "
+        "the pool cannot terminate while it waits",
+        p.name_));
+  }
+  parked_.park(awaiting);  // outside mutex_: it may retain the coroutine's scheduler
+  std::unique_lock lock(p.mutex_);
+  if (p.state_ == PoolState::terminated || (timed_ && timeout_ <= std::chrono::nanoseconds::zero())) {
+    terminated_ = p.state_ == PoolState::terminated;
+    lock.unlock();
+    parked_.cancelPark();
+    return false;
+  }
+  if (timed_) {
+    TimerId timer;
+    try {
+      timer = p.timers_.schedule(deadlineOn(p.timers_.clock().now(), timeout_), &TerminationWait::onTimeout, this);
+    } catch (...) {
+      lock.unlock();
+      parked_.cancelPark();
+      throw;  // not suspended: the coroutine goes on with the exception
+    }
+    hasTimer_ = true;
+    timerSlot_ = timer.slot;
+    timerGeneration_ = timer.generation;
+  }
+  next_ = p.terminationWaiters_;
+  if (next_ != nullptr) next_->prev_ = this;
+  p.terminationWaiters_ = this;
+  linked_ = true;
+  suspended_ = true;
+  return true;  // T or F resumes it once mutex_ is released: `this` is not touched again here
+}
+
+bool TerminationWait::resumed() const noexcept {
+  if (suspended_) setCurrentTask(task_);
+  return terminated_;
+}
+
+void TerminationWait::onTimeout(void* self) noexcept {
+  auto* const awaiter = static_cast<TerminationWait*>(self);
+  PoolImpl& p = *awaiter->pool_;
+  ParkedCoroutine parked;
+  {
+    std::lock_guard lock(p.mutex_);
+    if (awaiter->linked_) {  // the timeout came first
+      if (awaiter->prev_ != nullptr) {
+        awaiter->prev_->next_ = awaiter->next_;
+      } else {
+        p.terminationWaiters_ = awaiter->next_;
+      }
+      if (awaiter->next_ != nullptr) awaiter->next_->prev_ = awaiter->prev_;
+      awaiter->linked_ = false;
+      awaiter->terminated_ = false;
+    } else {  // T unlinked it and left it to us, with a hold
+      awaiter->terminated_ = true;
+      if (--p.terminationHolds_ == 0) p.terminated_.notify_all();
+    }
+    parked = awaiter->parked_;
+  }
+  // The pool may be gone now (it terminated and close() returned).
+  parked.resume(/*mayRunInline=*/true);
+}
+
+void PoolImpl::resumeTerminationWaitersLocked(std::unique_lock<std::mutex>& lock) {
+  // Unlinks every awaiter; those T resumes go on a list through next_ (an
+  // awaiter stays alive until it is resumed).
+  TerminationWait* ours = nullptr;
+  TerminationWait* awaiter = std::exchange(terminationWaiters_, nullptr);
+  while (awaiter != nullptr) {
+    TerminationWait* const following = awaiter->next_;
+    awaiter->linked_ = false;
+    if (awaiter->hasTimer_ && !timers_.cancel(TimerId{awaiter->timerSlot_, awaiter->timerGeneration_})) {
+      ++terminationHolds_;  // firing: F resumes it, and drops this hold
+    } else {
+      awaiter->terminated_ = true;
+      awaiter->next_ = ours;
+      ours = awaiter;
+    }
+    awaiter = following;
+  }
+  if (ours == nullptr) return;
+  ++terminationHolds_;  // close() waits until they are posted
+  lock.unlock();
+  while (ours != nullptr) {
+    TerminationWait* const following = ours->next_;
+    ParkedCoroutine parked = ours->parked_;
+    parked.resume(/*mayRunInline=*/false);  // posted: `ours` may be gone from here on
+    ours = following;
+  }
+  lock.lock();
+  --terminationHolds_;  // tryTerminateLocked notifies terminated_ next
+}
+
+}  // namespace detail
+
+detail::TerminationAwaiter<false> ThreadPoolExecutor::whenTerminated() noexcept {
+  return detail::TerminationAwaiter<false>(*impl_);
+}
+
+detail::TerminationAwaiter<true> ThreadPoolExecutor::whenTerminated(std::chrono::nanoseconds timeout) noexcept {
+  return detail::TerminationAwaiter<true>(*impl_, timeout);
+}
+
+}  // namespace coexec
