@@ -110,16 +110,44 @@ class COEXEC_EXPORT RoomWaiter {
 };
 
 /// What `pool.submitWhenRoom(f...)` returns: awaited once, it gives the
-/// task's `Future<R>` once the task is admitted (see
-/// ThreadPoolExecutor::submitWhenRoom() for the contract). Neither copyable
-/// nor movable (the pool's FIFO refers to it while it waits): await it as a
-/// temporary, `Future<R> f = co_await pool.submitWhenRoom(work);`, or named,
-/// `auto room = pool.submitWhenRoom(work); Future<R> f = co_await room;`.
-/// `Owning`: the callable was a temporary that is not trivially
-/// destructible, which GCC 12 destroys twice inside a co_await expression:
-/// there, awaiting this as a temporary does not compile (name it first).
-/// Dropped without being awaited, it submits nothing (its task is released
-/// unrun, counted nowhere).
+/// task's `Future<R>` once the task is admitted. The contract of
+/// ThreadPoolExecutor::submitWhenRoom(), whole:
+///
+/// - `co_await`: if the pool has room and no producer waits, the task is
+///   admitted at once as submit() admits it (steps 1-3), on the awaiting
+///   thread, and the coroutine goes on without suspending. Otherwise the
+///   coroutine suspends, its thread free, at the back of the pool's FIFO of
+///   waiting producers. Each time room may appear (a task leaves a queue, a
+///   thread becomes idle or exits, setCorePoolSize(), setMaximumPoolSize(),
+///   purge()), the pool admits the first producer's task on the thread that
+///   made room and then resumes that producer, posted to the scheduler it
+///   was running on (the pool it runs on, syncWait()'s loop, an Asio
+///   executor). A head whose room a plain submit() took stays the head. The
+///   rejection policy is never called.
+/// - Ends without admission (the task never runs; the Future is not handed
+///   out): OperationCancelled if the awaiting coroutine's task is cancelled
+///   (before or while it waits); TimeoutError when `timeout` (the
+///   `(f, timeout)` overload) passes on the pool's clock first (a timeout
+///   already over gives one try); RejectedExecution if the pool is shut
+///   down, or shutdown()/shutdownNow() comes while it waits. A task linked to
+///   a token (`(f, token, priority)`) that is cancelled meanwhile is not
+///   admitted: the Future returned reports OperationCancelled, as submit(f,
+///   token) with a cancelled token.
+/// - Counting (PoolStats): a waiting producer counts in waitingProducers,
+///   its task in nothing; admitted after waiting, in taskCount and
+///   waitedForRoomCount; refused by a shutdown, in rejectedCount; a timeout
+///   or a cancellation, in nothing.
+/// - GCC 12: `Owning` says the callable was a temporary that is not
+///   trivially destructible, which GCC 12 destroys twice inside a co_await
+///   expression: there, awaiting this as a temporary does not compile. Name
+///   it first: `auto room = pool.submitWhenRoom([s] {...}); auto f =
+///   co_await room;`. A trivially destructible callable (`[&]`) may be
+///   awaited as a temporary everywhere.
+/// - Neither copyable nor movable (the pool's FIFO refers to it while it
+///   waits). Dropped without being awaited, it submits nothing (its task is
+///   released unrun, counted nowhere). \throws std::bad_alloc from the
+///   `co_await` (the producer's token, the timer), before anything is
+///   admitted.
 ///
 /// Thread safety: one coroutine awaits it; the pool ends the wait from any
 /// thread.

@@ -51,7 +51,7 @@ class PeriodicBody;
 ///  2. else is offered to the work queue;
 ///  3. if the queue refuses it (full, or synchronous() with no idle thread)
 ///     and fewer than maximumPoolSize threads run, starts an extra thread;
-///  4. else goes to the rejection policy.
+///  4. else goes to the rejection policy (submitWhenRoom(): waits for room).
 /// After shutdown every new task goes to the rejection policy.
 ///
 /// A task submitted from one of the pool's own threads (with a bounded() or
@@ -61,12 +61,10 @@ class PeriodicBody;
 /// counts local and shared tasks together; when it is reached, such a task
 /// takes the routing above. See docs/executor.md.
 ///
-/// Threads: submissions to a bounded() or unbounded() queue, from anywhere,
-/// take no lock while the pool has at least corePoolSize threads (a
-/// lock-free ring for outside submissions, a work-stealing deque for the
-/// pool's own threads), and make no system call while a worker is awake. A
-/// worker that runs out of work spins for about 20 us before it parks; a
-/// parked pool uses no CPU. See docs/performance.md.
+/// Threads: submissions to a bounded() or unbounded() queue take no lock
+/// while the pool has corePoolSize threads, and make no system call while a
+/// worker is awake; an idle worker spins ~20 us, then parks (no CPU). See
+/// docs/performance.md.
 ///
 /// Nothing is lost: every admitted task ends completed, failed, cancelled,
 /// discarded (discardOldest's victims) or returned by shutdownNow(); every
@@ -152,27 +150,17 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   template <class F>
   void execute(F&& f, int priority = 0);
 
-  /// execute(), with the task's cancellation also linked to `token`:
-  /// cancelling `token` cancels the task as Future::cancel() does (queued: it
-  /// never runs; running: its own token is cancelled), until the task
-  /// settles, when the link is released (a long-lived token keeps no
-  /// registration of a settled task). If `token` is already cancelled, `f`
-  /// never runs, nothing is admitted (no rejection policy, also after
-  /// shutdown) and the task counts in taskCount and cancelledCount. A token
-  /// that can never be cancelled (default-constructed) costs nothing. Never
-  /// blocks, except as execute() does; a token cancelled while the task is
-  /// queued or running cancels it on the cancelling thread.
-  /// \throws what execute() throws; std::bad_alloc if the link cannot be
-  /// made.
+  /// execute(), with the task linked to `token` exactly as submit(f, token)
+  /// links it (see there: queued, it never runs; running, its token is
+  /// cancelled; already cancelled, `f` never runs, nothing is admitted and
+  /// it counts in taskCount and cancelledCount). Never blocks, except as
+  /// execute() does. \throws what execute() throws; std::bad_alloc.
   template <class F>
   void execute(F&& f, const CancellationToken& token, int priority = 0);
 
-  /// execute(f, options.priority) with the task named `options.name` (see
-  /// TaskOptions): the name shows in dumpThreads() while the task runs and
-  /// in TaskInfo::taskName. An unnamed TaskOptions costs what execute(f,
-  /// priority) costs. Never blocks, except as execute() does.
-  /// \throws what execute() throws; std::bad_alloc if a new name cannot be
-  /// stored.
+  /// execute(f, options.priority) with the task named `options.name`, as
+  /// submit(f, options) names it. \throws what execute() throws;
+  /// std::bad_alloc if a new name cannot be stored.
   template <class F>
   void execute(F&& f, const TaskOptions& options);
 
@@ -216,7 +204,9 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   template <class F>
   [[nodiscard]] auto submit(F&& f, int priority = 0);
 
-  /// submit(), with the task's cancellation also linked to `token`:
+  /// submit(), with the task's cancellation also linked to `token` (a
+  /// registration released when the task settles; a long-lived token keeps
+  /// none of a settled task):
   /// cancelling `token` cancels the task as its Future's cancel() does
   /// (queued: it never runs and the Future settles with OperationCancelled
   /// at once; running or suspended: its own token is cancelled, and the
@@ -334,28 +324,18 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   [[nodiscard]] bool tryExecute(F&& f, int priority = 0);
 
   /// `Future<R> f = co_await pool.submitWhenRoom(work);`: submit() for a
-  /// producer coroutine that must not outrun the pool. Where submit() would
-  /// hand the task to the rejection policy for lack of room (queue full and
-  /// maximumPoolSize reached), the awaiting coroutine suspends instead, its
-  /// thread free, until room appears; the task is then admitted exactly as
-  /// submit() admits it and the Future returned. The policy is never called.
-  /// Waiting producers are served first come, first served: each is woken
-  /// only when its task has been admitted, and one whose room a plain
-  /// submit() took keeps its place. Overloads as submit(): `(f, priority)`,
-  /// `(f, token, priority)` (the task linked to `token`), `(f, options)`,
-  /// and `(f, timeout)`: TimeoutError if no room appears within `timeout` on
-  /// the pool's clock. The wait ends without admission, nothing run or
-  /// counted, by OperationCancelled when the awaiting coroutine's task is
-  /// cancelled, TimeoutError, or RejectedExecution at shutdown() /
-  /// shutdownNow() (at once if the pool is shut down already; counted in
-  /// rejectedCount). A task admitted after waiting counts in
-  /// PoolStats::waitedForRoomCount; waiting producers in waitingProducers.
-  /// Resumes on the thread that made room if it belongs to the producer's
-  /// scheduler, else posted there. Nothing happens until awaited; awaited
-  /// once. \throws at the call what submit() throws for `f`. The awaitable,
-  /// its GCC 12 rule (a temporary callable that is not trivially
-  /// destructible: name the awaitable first) and the other details:
-  /// coexec/SubmitWhenRoom.h, docs/executor.md ("Backpressure").
+  /// producer coroutine. Where submit() would call the rejection policy for
+  /// lack of room, the coroutine suspends instead (its thread free) until
+  /// the task is admitted, as submit() admits it; the policy is never called.
+  /// Waiting producers are served first come, first served, each woken only
+  /// once its task is admitted. Overloads as submit(), and `(f, timeout)`
+  /// (on the pool's clock). The wait ends without admission, nothing run or
+  /// counted, by OperationCancelled (the coroutine's task cancelled),
+  /// TimeoutError, or RejectedExecution (shutdown()/shutdownNow(), or shut
+  /// down already; counted in rejectedCount). Nothing happens until awaited.
+  /// \throws at the call what submit() throws for `f`. The full contract
+  /// (where it resumes, counting, the GCC 12 rule): detail::RoomWaiter and
+  /// SubmitWhenRoomAwaitable in coexec/SubmitWhenRoom.h.
   template <class F>
   [[nodiscard]] auto submitWhenRoom(F&& f, int priority = 0);
   template <class F>
@@ -550,20 +530,13 @@ class COEXEC_EXPORT ThreadPoolExecutor {
 
   template <bool HasFuture, class F>
   static PendingTask makeTask(F&& f, int priority, const char* operation);
-  static PendingTask adoptTask(detail::TaskCore* core) noexcept {
-    return PendingTask(detail::Ref<detail::TaskCore>::adopt(core));
-  }
+  static PendingTask adoptTask(detail::TaskCore* core) noexcept;
   [[noreturn]] static void throwEmptyCallable(const char* operation);
   /// The scope that names `operation` in an error message: "ThreadPoolExecutor::"
   /// for the pool's own operations ("submit"), none for a qualified one that
   /// names its own class ("TaskGroup::spawn", "SerialExecutor::submit").
-  static constexpr std::string_view scopeOf(std::string_view operation) noexcept {
-    return operation.find(':') == std::string_view::npos ? std::string_view("ThreadPoolExecutor::")
-                                                         : std::string_view();
-  }
-  static void nameTask(PendingTask& task, std::string_view name) {
-    if (!name.empty()) task.core_->setNameId(detail::internTaskName(name));
-  }
+  static constexpr std::string_view scopeOf(std::string_view operation) noexcept;
+  static void nameTask(PendingTask& task, std::string_view name);
 
   template <class F>
   static std::unique_ptr<detail::PeriodicBody> makePeriodicBody(F&& f, const char* operation);
@@ -599,17 +572,11 @@ class COEXEC_EXPORT ThreadPoolExecutor {
 
   // For the combinators, through detail::CombinatorAccess.
   template <class R>
-  static detail::Ref<detail::ResultCore<R>> resultCoreOf(const PendingTask& task) noexcept {
-    return task.core_.template copyAs<detail::ResultCore<R>>();
-  }
+  static detail::Ref<detail::ResultCore<R>> resultCoreOf(const PendingTask& task) noexcept;
   template <class R>
-  static detail::ResultCore<R>* coreOf(const Future<R>& future) noexcept {
-    return future.core_.get();
-  }
+  static detail::ResultCore<R>* coreOf(const Future<R>& future) noexcept;
   template <class R>
-  static Future<R> futureOf(detail::Ref<detail::ResultCore<R>> core) noexcept {
-    return Future<R>(std::move(core));
-  }
+  static Future<R> futureOf(detail::Ref<detail::ResultCore<R>> core) noexcept;
   /// The timer service of this pool, on its clock. Never blocks.
   detail::TimerService& timerService() noexcept;
   /// \throws RejectedExecution if the pool is shut down, naming `operation`;

@@ -45,6 +45,34 @@ class PeriodicBodyOf final : public PeriodicBody {
 
 }  // namespace detail
 
+inline PendingTask ThreadPoolExecutor::adoptTask(detail::TaskCore* core) noexcept {
+  return PendingTask(detail::Ref<detail::TaskCore>::adopt(core));
+}
+
+constexpr std::string_view ThreadPoolExecutor::scopeOf(std::string_view operation) noexcept {
+  return operation.find(':') == std::string_view::npos ? std::string_view("ThreadPoolExecutor::")
+                                                       : std::string_view();
+}
+
+inline void ThreadPoolExecutor::nameTask(PendingTask& task, std::string_view name) {
+  if (!name.empty()) task.core_->setNameId(detail::internTaskName(name));
+}
+
+template <class R>
+inline detail::Ref<detail::ResultCore<R>> ThreadPoolExecutor::resultCoreOf(const PendingTask& task) noexcept {
+  return task.core_.template copyAs<detail::ResultCore<R>>();
+}
+
+template <class R>
+inline detail::ResultCore<R>* ThreadPoolExecutor::coreOf(const Future<R>& future) noexcept {
+  return future.core_.get();
+}
+
+template <class R>
+inline Future<R> ThreadPoolExecutor::futureOf(detail::Ref<detail::ResultCore<R>> core) noexcept {
+  return Future<R>(std::move(core));
+}
+
 template <class F>
 inline void ThreadPoolExecutor::execute(F&& f, int priority) {
   admit(makeTask<false>(std::forward<F>(f), priority, "execute"));
