@@ -150,7 +150,8 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   template <class F>
   void execute(F&& f, int priority = 0);
 
-  /// execute(), with the task's cancellation also linked to `token`:
+  /// execute(), with the task's cancellation also linked to `token` (a
+  /// std::stop_token converts to one: a stop request cancels the task):
   /// cancelling `token` cancels the task as Future::cancel() does (queued: it
   /// never runs; running: its own token is cancelled), until the task
   /// settles, when the link is released (a long-lived token keeps no
@@ -174,8 +175,8 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   template <class F>
   void execute(F&& f, const TaskOptions& options);
 
-  /// Runs `f()` (or `f(token)`: a callable taking a CancellationToken sees
-  /// cancel() and shutdownNow()) on the pool and returns its Future. `f` may be
+  /// Runs `f()` (or `f(token)`: a callable taking a CancellationToken or a std::stop_token
+  /// sees cancel() and shutdownNow()) on the pool and returns its Future. `f` may be
   /// a callable returning R, a callable returning Task<R> (the coroutine runs
   /// on the pool, which keeps the callable and its captures alive until the
   /// coroutine finishes: a lambda coroutine's captures cannot dangle; and
@@ -214,7 +215,8 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   template <class F>
   [[nodiscard]] auto submit(F&& f, int priority = 0);
 
-  /// submit(), with the task's cancellation also linked to `token`:
+  /// submit(), with the task's cancellation also linked to `token` (a
+  /// std::stop_token converts to one: a stop request cancels the task):
   /// cancelling `token` cancels the task as its Future's cancel() does
   /// (queued: it never runs and the Future settles with OperationCancelled
   /// at once; running or suspended: its own token is cancelled, and the
