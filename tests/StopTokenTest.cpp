@@ -44,6 +44,7 @@
 #include "coexec/SerialExecutor.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
+#include "coexec/TaskGroup.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/FaultInjection.h"
 
@@ -421,6 +422,32 @@ TEST_CASE("a periodic task, a lane task and invokeAll elements may take a std::s
     co_return co_await p.invokeAll(tasks);
   };
   CHECK(syncWait(all(pool, elements)) == std::vector<int>{1, 1, 1});
+}
+
+namespace {
+
+Task<int> cancelGroupChild(ThreadPoolExecutor& pool, Counter& started, std::atomic<bool>& sawStop) {
+  coexec::TaskGroup group(pool);
+  Future<int> child = group.spawn([&](std::stop_token own) {
+    started.arrive();
+    sawStop = waitForStop(own);
+    return 1;
+  });
+  if (!started.waitFor(1)) co_return -1;  // (syncWait's thread: blocking here holds no pool thread)
+  group.cancel();
+  co_await group.join();  // returns normally: a cancelled child is not a failure
+  co_return throwsA<OperationCancelled>([&] { child.get(); }) ? 0 : 2;
+}
+
+}  // namespace
+
+TEST_CASE("TaskGroup::cancel() requests the stop of a child taking a std::stop_token", "[stoptoken][pool]") {
+  ThreadPoolExecutor pool(taggedPool("tg", 2, 2, WorkQueue::bounded(8)));
+  Counter started;
+  std::atomic<bool> sawStop{false};
+  CHECK(syncWait(cancelGroupChild(pool, started, sawStop)) == 0);
+  CHECK(sawStop.load());
+  checkLedgerAddsUp(finalStats(pool));
 }
 
 // ---- pool.submit(f, stopToken) ------------------------------------------------------------
