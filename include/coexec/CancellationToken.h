@@ -60,7 +60,8 @@ class COEXEC_EXPORT CancellationToken {
   /// Never blocks (a new token has no registration to run). Dropping the
   /// last copy (or the last registration) of such a token blocks while a
   /// request_stop() on another thread is running the callback that cancels
-  /// it, and never on the requesting thread itself.
+  /// it; dropped inside that callback, on the requesting thread, it does not
+  /// wait.
   /// \throws std::bad_alloc.
   CancellationToken(const std::stop_token& stop);  // NOLINT(google-explicit-constructor): by design
   CancellationToken(const CancellationToken& other) noexcept;
