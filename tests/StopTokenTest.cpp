@@ -157,7 +157,7 @@ TEST_CASE("stopToken of a token cancelled already is stop-requested at once", "[
   CHECK(stop.stop_possible());
   CHECK(stop.stop_requested());
   bool ran = false;
-  std::stop_callback inline_(stop, [&] { ran = true; });  // runs in its constructor
+  std::stop_callback runsAtOnce(stop, [&] { ran = true; });  // runs in its constructor
   CHECK(ran);
 }
 
@@ -767,11 +767,14 @@ namespace {
 // The example of docs/cancellation.md, "std::stop_token, std::jthread and
 // Asio" (there with a real workload): a jthread that feeds a pool hands it
 // its own stop token, so stopping the jthread cancels the work it started.
-// `crunch` reports each step it takes to `steps` and stops at the stop request.
-int crunch(std::stop_token stop, Counter& steps) {
+// `crunch` reports each step it takes to *crunchSteps and stops at the stop
+// request.
+Counter* crunchSteps = nullptr;
+
+int crunch(std::stop_token stop) {
   const auto giveUp = std::chrono::steady_clock::now() + kLong;  // bounds the wait only
   while (!stop.stop_requested()) {
-    steps.arrive();
+    crunchSteps->arrive();
     if (std::chrono::steady_clock::now() > giveUp) return -1;
   }
   throw OperationCancelled();
@@ -782,16 +785,18 @@ int crunch(std::stop_token stop, Counter& steps) {
 TEST_CASE("the docs example: a jthread's stop token cancels the pool work it started", "[stoptoken][docs]") {
   ThreadPoolExecutor pool(taggedPool("dx", 2, 2, WorkQueue::bounded(8)));
   Counter steps;
-  std::optional<Future<int>> result;
+  crunchSteps = &steps;
+  std::optional<coexec::Future<int>> result;
   {
     std::jthread feeder([&](std::stop_token stop) {
-      result = pool.submit([&steps](std::stop_token own) { return crunch(own, steps); }, stop);
-      (void)waitForStop(stop);
+      result = pool.submit(crunch, stop);  // linked: the jthread's stop cancels the task
+      (void)waitForStop(stop);             // ... feed more work, until stopped
     });
     REQUIRE(steps.waitFor(1));  // the work runs
-  }  // ~jthread: request_stop(), which cancels the task, then join()
+  }  // ~jthread: request_stop() cancels the task (crunch sees it), then join()
   CHECK(throwsA<OperationCancelled>([&] { result->get(); }));
   const PoolStats stats = finalStats(pool);
   CHECK(stats.cancelledCount == 1);
   checkLedgerAddsUp(stats);
+  crunchSteps = nullptr;
 }
