@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <stop_token>
 #include <utility>
 
 #include "coexec/Export.h"
@@ -18,6 +19,12 @@ class CancellationState;
 /// diagnostics: a task linked to a long-lived token must leave none behind
 /// once it has settled. O(registrations); takes the source's lock.
 COEXEC_EXPORT std::size_t registrationCount(const CancellationToken& token) noexcept;
+/// Tokens made from a std::stop_token (CancellationToken(const
+/// std::stop_token&)) whose state is still alive, on all threads: each holds
+/// a std::stop_callback on its stop_token until its last copy goes. For
+/// tests: counted only in builds with the fault points
+/// (FaultInjection::available()); 0 otherwise. Never blocks.
+COEXEC_EXPORT std::size_t liveStopTokenBridges() noexcept;
 }  // namespace detail
 
 /// A read-only view of a cancellation request. A default-constructed token can
@@ -29,10 +36,34 @@ COEXEC_EXPORT std::size_t registrationCount(const CancellationToken& token) noex
 /// Memory ordering: a thread that sees `isCancellationRequested() == true`
 /// also sees everything the cancelling thread wrote before it called
 /// `requestCancellation()`.
+///
+/// std::stop_token: a token converts from one (a stop request cancels it)
+/// and gives one (stopToken(): stop is requested when it is cancelled), so
+/// every API that takes a CancellationToken takes a std::stop_token (a
+/// std::jthread's get_stop_token()) too. See docs/cancellation.md,
+/// "std::stop_token, std::jthread and Asio".
 class COEXEC_EXPORT CancellationToken {
  public:
   /// A token that is never cancelled. Never blocks, never throws.
   CancellationToken() noexcept = default;
+  /// A token cancelled when stop is requested on `stop` (at once if it has
+  /// been already): `stop.request_stop()`'s thread, inside that call, sets
+  /// the request and runs the token's registrations. A `stop` with
+  /// `stop_possible() == false` (a default std::stop_token, or one whose
+  /// sources are all gone unstopped) gives a token that can never be
+  /// cancelled, as CancellationToken() does, at no cost. Otherwise it
+  /// allocates one state that holds a std::stop_callback on `stop` until the
+  /// last copy of this token (and the last registration on it) goes; the
+  /// callback holds no reference to the state, so a `stop` that lives for
+  /// the whole program keeps nothing of a token that is gone. Implicit, so
+  /// that `pool.submit(f, jthread.get_stop_token())` links the task to it.
+  /// Never blocks (a new token has no registration to run). Dropping the
+  /// last copy (or the last registration) of such a token blocks while a
+  /// request_stop() on another thread is running the callback that cancels
+  /// it; dropped inside that callback, on the requesting thread, it does not
+  /// wait.
+  /// \throws std::bad_alloc.
+  CancellationToken(const std::stop_token& stop);  // NOLINT(google-explicit-constructor): by design
   CancellationToken(const CancellationToken& other) noexcept;
   CancellationToken(CancellationToken&& other) noexcept;
   CancellationToken& operator=(CancellationToken other) noexcept;
@@ -46,6 +77,22 @@ class COEXEC_EXPORT CancellationToken {
 
   /// Never blocks. \throws OperationCancelled if cancellation was requested.
   void throwIfCancellationRequested() const;
+
+  /// A std::stop_token that is stop-requested when this token is cancelled:
+  /// at once if it is already, otherwise by the thread that requests the
+  /// cancellation, inside that call, right after it sets the request and
+  /// before any CancellationRegistration callback runs (std::stop_callbacks
+  /// on it run there, before the registrations; each of them sees
+  /// isCancellationRequested() true). Every call returns a token of the same
+  /// stop state. For a token that can never be cancelled it returns
+  /// `std::stop_token{}` (`stop_possible() == false`), at no cost. Otherwise
+  /// the first call on a token's state allocates its std::stop_source (a
+  /// token whose stopToken() is never called pays nothing for it); later
+  /// calls take the state's lock briefly. The std::stop_token keeps its own
+  /// stop state alive: it may outlive every CancellationToken (once they are
+  /// all gone without a cancellation, `stop_possible()` turns false).
+  /// Never blocks for long. \throws std::bad_alloc.
+  [[nodiscard]] std::stop_token stopToken() const;
 
  private:
   friend class CancellationSource;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <coroutine>
+#include <stop_token>
 
 #include "coexec/CancellationToken.h"
 #include "coexec/Task.h"
@@ -9,7 +10,8 @@ namespace coexec {
 
 namespace detail {
 class CurrentTokenAwaiter;
-}
+class CurrentStopTokenAwaiter;
+}  // namespace detail
 
 /// `co_await currentToken()` returns the cancellation token of the pool task
 /// the awaiting coroutine runs for: a coroutine submitted to a pool (or
@@ -41,6 +43,31 @@ class CurrentTokenAwaiter;
 /// any thread (see CancellationToken).
 [[nodiscard]] detail::CurrentTokenAwaiter currentToken() noexcept;
 
+/// `co_await currentStopToken()` returns a std::stop_token that follows the
+/// token currentToken() returns: stop is requested on it when (and on the
+/// thread where) the task's token is cancelled, or at once if it is already
+/// (CancellationToken::stopToken()). For code that speaks std::stop_token:
+/// `std::stop_callback`, `std::condition_variable_any::wait(lock, stop,
+/// pred)`, a function written for std::jthread. Like currentToken(), the
+/// first one in a coroutine task creates the task's token (the pool then
+/// tracks the task for shutdownNow()); the first stop token of a task's
+/// token allocates its std::stop_source.
+///
+/// Where currentToken() returns a default token (under a bare syncWait(), in
+/// coroutines that are not coexec Tasks), it returns `std::stop_token{}`,
+/// which is never stop-requested (`stop_possible() == false`).
+///
+/// Never suspends and never blocks: the `co_await` completes at once, on the
+/// awaiting thread. Safe as a temporary (`co_await currentStopToken()`) and
+/// named (`auto s = currentStopToken(); co_await s;`), on every compiler, as
+/// currentToken() is.
+/// \throws std::bad_alloc (from the `co_await`) if the task's token or its
+/// stop source cannot be created.
+///
+/// Thread safety: the std::stop_token may be copied to, and observed from,
+/// any thread.
+[[nodiscard]] detail::CurrentStopTokenAwaiter currentStopToken() noexcept;
+
 namespace detail {
 
 /// The awaiter of currentToken(). It never suspends: await_suspend() reads the
@@ -62,8 +89,28 @@ class CurrentTokenAwaiter {
   TaskContext* context_ = nullptr;
 };
 
+/// The awaiter of currentStopToken(): CurrentTokenAwaiter, returning the
+/// token's stopToken().
+class CurrentStopTokenAwaiter {
+ public:
+  CurrentStopTokenAwaiter() noexcept {}  // not an aggregate: see docs/coroutines.md (GCC 12)
+  [[nodiscard]] bool await_ready() const noexcept { return false; }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> awaiting) noexcept {
+    context_ = taskContextOf(awaiting);
+    return false;
+  }
+  [[nodiscard]] std::stop_token await_resume() const {
+    return context_ != nullptr ? context_->cancellationToken().stopToken() : std::stop_token();
+  }
+
+ private:
+  TaskContext* context_ = nullptr;
+};
+
 }  // namespace detail
 
 inline detail::CurrentTokenAwaiter currentToken() noexcept { return detail::CurrentTokenAwaiter(); }
+inline detail::CurrentStopTokenAwaiter currentStopToken() noexcept { return detail::CurrentStopTokenAwaiter(); }
 
 }  // namespace coexec

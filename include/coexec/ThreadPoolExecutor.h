@@ -151,10 +151,11 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   void execute(F&& f, int priority = 0);
 
   /// execute(), with the task linked to `token` exactly as submit(f, token)
-  /// links it (see there: queued, it never runs; running, its token is
-  /// cancelled; already cancelled, `f` never runs, nothing is admitted and
-  /// it counts in taskCount and cancelledCount). Never blocks, except as
-  /// execute() does. \throws what execute() throws; std::bad_alloc.
+  /// links it (a std::stop_token converts to one; see there: queued, it
+  /// never runs; running, its token is cancelled; already cancelled, `f`
+  /// never runs, nothing is admitted and it counts in taskCount and
+  /// cancelledCount). Never blocks, except as execute() does. \throws what
+  /// execute() throws; std::bad_alloc.
   template <class F>
   void execute(F&& f, const CancellationToken& token, int priority = 0);
 
@@ -164,8 +165,8 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   template <class F>
   void execute(F&& f, const TaskOptions& options);
 
-  /// Runs `f()` (or `f(token)`: a callable taking a CancellationToken sees
-  /// cancel() and shutdownNow()) on the pool and returns its Future. `f` may be
+  /// Runs `f()` (or `f(token)`: a callable taking a CancellationToken or a std::stop_token
+  /// sees cancel() and shutdownNow()) on the pool and returns its Future. `f` may be
   /// a callable returning R, a callable returning Task<R> (the coroutine runs
   /// on the pool, which keeps the callable and its captures alive until the
   /// coroutine finishes: a lambda coroutine's captures cannot dangle; and
@@ -205,8 +206,8 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   [[nodiscard]] auto submit(F&& f, int priority = 0);
 
   /// submit(), with the task's cancellation also linked to `token` (a
-  /// registration released when the task settles; a long-lived token keeps
-  /// none of a settled task):
+  /// std::stop_token converts to one: a stop request cancels the task; the
+  /// registration is released when the task settles):
   /// cancelling `token` cancels the task as its Future's cancel() does
   /// (queued: it never runs and the Future settles with OperationCancelled
   /// at once; running or suspended: its own token is cancelled, and the

@@ -77,7 +77,7 @@ class CoroutineTask final : public ResultCore<R>, private TaskContext {
     if constexpr (kIsCallable) {
       try {
         if constexpr (kTakesToken<Source>) {
-          task_ = std::invoke(*fn_, this->token());
+          task_ = std::invoke(*fn_, tokenArgument<Source>(this->token()));
         } else {
           task_ = std::invoke(*fn_);
         }

@@ -47,8 +47,9 @@ class [[nodiscard]] InvokeAwaitable final : private FanIn {
   using Element = TaskRangeElement<Range>;
   static constexpr bool kTasks = IsTask<Element>::value;
   static constexpr bool kOwnsRange = !std::is_lvalue_reference_v<Range>;
-  static_assert(kTasks || std::is_invocable_v<Element&> || std::is_invocable_v<Element&, CancellationToken>,
-                "coexec: the elements of the range must be callable as f() or f(CancellationToken), or be Task<T>");
+  static_assert(kTasks || std::is_invocable_v<Element&> || kTakesToken<Element>,
+                "coexec: the elements of the range must be callable as f(), f(CancellationToken) or "
+                "f(std::stop_token), or be Task<T>");
   static_assert(kOwnsRange || kTasks || std::is_copy_constructible_v<Element>,
                 "coexec: invokeAll/invokeAny copy the callables of a range passed as an lvalue (the range stays as it "
                 "was); pass a range of move-only callables as an rvalue: pool.invokeAll(std::move(tasks))");

@@ -16,6 +16,7 @@
 #include "coexec/detail/FrameAllocator.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskNames.h"
+#include "coexec/detail/TokenArgument.h"
 
 namespace coexec::detail {
 
@@ -513,13 +514,6 @@ bool isEmptyCallable(const F& f) noexcept {
   }
 }
 
-template <class F>
-inline constexpr bool kTakesToken = std::is_invocable_v<F&, CancellationToken>;
-
-template <class F>
-using CallableResult = typename std::conditional_t<kTakesToken<F>, std::invoke_result<F&, CancellationToken>,
-                                                   std::invoke_result<F&>>::type;
-
 /// A callable and its result in one allocation.
 template <class R, class F>
 class CallableTask final : public ResultCore<R> {
@@ -535,7 +529,7 @@ class CallableTask final : public ResultCore<R> {
       ~DropCallable() { fn.reset(); }
     } drop{fn_};
     if constexpr (kTakesToken<F>) {
-      this->slot_.emplaceFrom(*fn_, this->token());
+      this->slot_.emplaceFrom(*fn_, tokenArgument<F>(this->token()));  // a CancellationToken or a std::stop_token
     } else {
       this->slot_.emplaceFrom(*fn_);
     }

@@ -33,7 +33,7 @@ class PeriodicBodyOf final : public PeriodicBody {
   explicit PeriodicBodyOf(F&& fn) : fn_(std::move(fn)) {}
   void run(const CancellationToken& token) override {
     if constexpr (kTakesToken<F>) {
-      (void)std::invoke(fn_, token);
+      (void)std::invoke(fn_, tokenArgument<F>(token));
     } else {
       (void)std::invoke(fn_);
     }
@@ -199,8 +199,9 @@ inline PendingTask ThreadPoolExecutor::makeTask(F&& f, int priority, const char*
     (void)detail::startableHandle(f, scopeOf(operation), operation);  // before the pool takes it
     return adoptTask(new detail::CoroutineTask<typename Fn::value_type, Fn>(std::move(f), HasFuture, priority));
   } else {
-    static_assert(std::is_invocable_v<Fn&> || std::is_invocable_v<Fn&, CancellationToken>,
-                  "coexec: the task must be callable as f() or f(CancellationToken), or be a Task<T>");
+    static_assert(std::is_invocable_v<Fn&> || detail::kTakesToken<Fn>,
+                  "coexec: the task must be callable as f(), f(CancellationToken) or f(std::stop_token), or be a "
+                  "Task<T>");
     if (detail::isEmptyCallable(f)) throwEmptyCallable(operation);
     using Result = detail::CallableResult<Fn>;
     if constexpr (detail::IsTask<Result>::value) {
@@ -215,8 +216,8 @@ inline PendingTask ThreadPoolExecutor::makeTask(F&& f, int priority, const char*
 template <class F>
 inline std::unique_ptr<detail::PeriodicBody> ThreadPoolExecutor::makePeriodicBody(F&& f, const char* operation) {
   using Fn = std::decay_t<F>;
-  static_assert(std::is_invocable_v<Fn&> || std::is_invocable_v<Fn&, CancellationToken>,
-                "coexec: a periodic task must be callable as f() or f(CancellationToken)");
+  static_assert(std::is_invocable_v<Fn&> || detail::kTakesToken<Fn>,
+                "coexec: a periodic task must be callable as f(), f(CancellationToken) or f(std::stop_token)");
   static_assert(
       !detail::IsTask<Fn>::value && !detail::IsTask<detail::CallableResult<Fn>>::value,
       "coexec: a periodic task must be a plain callable, not a coroutine (from it, submit() the coroutine)");
