@@ -150,6 +150,32 @@ TEST_CASE("a producer suspended for room leaves its thread free for other work",
   CHECK(out.value == 5);
 }
 
+TEST_CASE("a task of the pool producing into its own saturated pool waits for room instead of deadlocking",
+          "[backpressure]") {
+  // block() would hold the pool's only thread while it waits: nothing could
+  // make room before its timeout. A suspended producer frees the thread,
+  // which runs the queued tasks, which makes room.
+  ThreadPoolExecutor pool(poolOptions("roomself", 1, 1, WorkQueue::bounded(2)));
+  static constexpr int kItems = 200;
+  std::atomic<int> ran{0};
+  Future<int> producer = pool.submit([&pool, &ran]() -> Task<int> {
+    std::vector<Future<void>> futures;
+    for (int i = 0; i < kItems; ++i)
+      futures.push_back(co_await pool.submitWhenRoom([&ran] { ran.fetch_add(1); }));
+    for (Future<void>& f : futures)
+      co_await f;
+    co_return kItems;
+  });
+  REQUIRE(producer.waitFor(kLong));
+  CHECK(producer.get() == kItems);
+  CHECK(ran.load() == kItems);
+  const PoolStats s = finalStats(pool);
+  CHECK(s.taskCount == kItems + 1);
+  CHECK(s.waitedForRoomCount > 0);  // two places, 200 items, one thread: it had to wait
+  CHECK(s.rejectedCount == 0);
+  checkLedgerAddsUp(s);
+}
+
 TEST_CASE("waiting producers are admitted first come, first served", "[backpressure]") {
   Full full("roomfifo");
   constexpr int kProducers = 4;
