@@ -176,7 +176,10 @@ TEST_CASE("a task of the pool producing into its own saturated pool waits for ro
   checkLedgerAddsUp(s);
 }
 
-TEST_CASE("waiting producers are admitted first come, first served", "[backpressure]") {
+TEST_CASE("waiting producers are admitted first come, first served, also while plain submissions take room",
+          "[backpressure]") {
+  const bool competing = GENERATE(false, true);
+  INFO((competing ? "with a thread taking room by tryExecute()" : "alone"));
   Full full("roomfifo");
   constexpr int kProducers = 4;
   std::mutex orderMutex;
@@ -200,13 +203,28 @@ TEST_CASE("waiting producers are admitted first come, first served", "[backpress
     // The next one arrives only once this one waits: arrival order is i.
     REQUIRE(eventually([&] { return full.pool.stats().waitingProducers == static_cast<std::size_t>(i) + 1; }));
   }
+  // The competitor takes whatever room it finds first; a producer whose
+  // room it took stays first in line.
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> taken{0};
+  std::thread competitor;
+  if (competing) {
+    competitor = std::thread([&] {
+      while (!stop.load()) {
+        if (full.pool.tryExecute([] {})) taken.fetch_add(1);
+      }
+    });
+  }
   full.gate.open();
   for (std::thread& t : threads)
     t.join();
+  stop = true;
+  if (competitor.joinable()) competitor.join();
   CHECK(order == std::vector<int>{0, 1, 2, 3});
   const PoolStats s = finalStats(full.pool);
   CHECK(s.waitedForRoomCount == kProducers);
-  CHECK(s.taskCount == 2 + kProducers);
+  CHECK(s.taskCount == 2 + kProducers + taken.load());
+  CHECK(s.rejectedCount == 0);
   checkLedgerAddsUp(s);
 }
 
@@ -350,6 +368,7 @@ TEST_CASE("shutdown or shutdownNow while producers wait: RejectedExecution, noth
   CHECK(s.rejectedCount == 2);  // the pool refused them
   CHECK(s.waitedForRoomCount == 0);
   CHECK(drained.size() == (now ? 1u : 0u));
+  checkLedgerAddsUp(s);
 }
 
 TEST_CASE("submitWhenRoom after shutdown: RejectedExecution at once", "[backpressure][shutdown]") {
