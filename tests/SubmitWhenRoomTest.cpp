@@ -418,14 +418,14 @@ TEST_CASE("the safe forms: a named awaitable for an owning callable, temporaries
 TEST_CASE("a storm of producers against a bounded pool: every item is processed once, none refused",
           "[backpressure][stress]") {
   constexpr std::size_t kProducers = 6;
-  const std::size_t kItems = stressSize(2'000, 4);
+  constexpr std::size_t kItems = stressSize(2'000, 4);
   ThreadPoolExecutor pool(poolOptions("roomstorm", 1, 2, WorkQueue::bounded(3)));
   ThreadPoolExecutor producers(poolOptions("roomstormp", 2, 2, WorkQueue::unbounded()));
   std::atomic<std::size_t> processed{0};
   std::atomic<std::size_t> competitors{0};  // plain tryExecute()s that took room meanwhile
   std::vector<Future<std::size_t>> done;
   for (std::size_t p = 0; p < kProducers; ++p) {
-    done.push_back(producers.submit([&pool, &processed, kItems]() -> Task<std::size_t> {
+    done.push_back(producers.submit([&pool, &processed]() -> Task<std::size_t> {
       std::vector<Future<void>> futures;
       futures.reserve(kItems);
       for (std::size_t i = 0; i < kItems; ++i)
