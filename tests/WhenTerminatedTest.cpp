@@ -71,6 +71,13 @@ struct Seen {
   std::thread::id thread;   // where it resumed
 };
 
+// Runs an empty task on `pool` and waits for it: with one thread, whatever was posted to the
+// pool before it has run when this returns.
+void drain(ThreadPoolExecutor& pool) {
+  Future<void> marker = pool.submit([] {});
+  REQUIRE(marker.waitFor(kLong));
+}
+
 }  // namespace
 
 TEST_CASE("whenTerminated resumes the awaiter once the pool terminates after shutdown and its tasks",
@@ -96,7 +103,7 @@ TEST_CASE("whenTerminated resumes the awaiter once the pool terminates after shu
     REQUIRE(allSuspended(b, arrived, 1));
     CHECK_FALSE(waiter.isDone());
     a.shutdown();
-    std::this_thread::sleep_for(5ms);  // room for a wrong resumption before the task ends
+    drain(b);  // a resumption wrongly posted by shutdown() would have run on b's one thread by now
     CHECK_FALSE(waiter.isDone());      // SHUTDOWN, not TERMINATED: a task still runs
     gate.open();
     REQUIRE(waiter.waitFor(kLong));
@@ -106,7 +113,7 @@ TEST_CASE("whenTerminated resumes the awaiter once the pool terminates after shu
     CHECK(a.stats().completedTaskCount == 1);
   }  // a is destroyed: no awaiter refers to it
   const coexec::PoolStats stats = coexec::test::finalStats(b);
-  CHECK(stats.completedTaskCount == 2);
+  CHECK(stats.completedTaskCount == 3);  // threadOf, the drain marker, the waiter
   coexec::test::checkLedgerAddsUp(stats);
 }
 
@@ -170,7 +177,7 @@ TEST_CASE("whenTerminated with a timeout on a ManualClock", "[executor][whenTerm
     });
     REQUIRE(allSuspended(b, arrived, 1));
     clock.advance(9s);
-    std::this_thread::sleep_for(5ms);  // room for a wrong early resumption
+    drain(b);  // a resumption wrongly posted at 9 s would have run on b's one thread by now
     CHECK_FALSE(waiter.isDone());
     clock.advance(1s);  // the deadline: resumed, posted to b
     REQUIRE(waiter.waitFor(kLong));
