@@ -12,8 +12,10 @@
 
 SHELL := /bin/bash
 # curl is the client of the offload server's integration test; lld links the
-# tests and examples (CMakeLists.txt, COEXEC_USE_LLD).
-DEBIAN_PACKAGES := cmake ninja-build g++ clang lld make pkg-config libasio-dev catch2 libfmt-dev curl
+# tests and examples (CMakeLists.txt, COEXEC_USE_LLD); python3-prometheus-client
+# parses the Prometheus exposition in a test (tests/prometheus/).
+DEBIAN_PACKAGES := cmake ninja-build g++ clang lld make pkg-config libasio-dev catch2 libfmt-dev curl \
+  python3-prometheus-client
 # default-jdk-headless: the JDK's ThreadPoolExecutor and ForkJoinPool as peers (bench/java/).
 BENCH_PACKAGES := libtbb-dev valgrind default-jdk-headless
 # libFuzzer and its sanitizers ship with clang's runtime.

@@ -13,6 +13,7 @@
 #include "coexec/PendingTask.h"
 #include "coexec/PeriodicHandle.h"
 #include "coexec/PoolStats.h"
+#include "coexec/Prometheus.h"
 #include "coexec/RejectionPolicy.h"
 #include "coexec/ResumeOn.h"
 #include "coexec/ScheduledFuture.h"
