@@ -44,9 +44,10 @@ class ServerMetrics {
     return connectionsOpen_.load(std::memory_order_relaxed);
   }
 
-  /// The /metrics page: every field of `pool` (labelled with the pool's
-  /// name) and these counters, in the Prometheus text format (version
-  /// 0.0.4). Never blocks; throws only std::bad_alloc.
+  /// The /metrics page: every field of `pool` as coexec::writePrometheus()
+  /// writes it (labelled with the pool's name), then these counters, in the
+  /// Prometheus text format (version 0.0.4). Never blocks; throws only
+  /// std::bad_alloc.
   [[nodiscard]] std::string renderPrometheus(const coexec::PoolStats& pool) const;
 
  private:

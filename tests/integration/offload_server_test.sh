@@ -118,7 +118,8 @@ bad_lines=$(echo "$page" | grep -v '^#' | grep -Ev '^[a-zA-Z_:][a-zA-Z0-9_:]*(\{
 expect "/metrics lines that are not 'name{labels} number'" "$bad_lines" ""
 for name in coexec_pool_size coexec_pool_active_threads coexec_pool_queue_size coexec_pool_queue_capacity \
   coexec_pool_tasks_total coexec_pool_completed_tasks_total coexec_pool_rejected_tasks_total \
-  coexec_pool_failed_tasks_total coexec_pool_cancelled_tasks_total coexec_pool_largest_size; do
+  coexec_pool_failed_tasks_total coexec_pool_cancelled_tasks_total coexec_pool_largest_size \
+  coexec_pool_waiting_producers coexec_pool_waited_for_room_tasks_total; do
   grep -q "^# TYPE $name " <<<"$page" || fail "/metrics has no TYPE line for $name"
   grep -Eq "^$name\{pool=\"offload\"\} [0-9]+$" <<<"$page" || fail "/metrics has no numeric sample of $name"
 done
