@@ -24,8 +24,8 @@ using PrometheusLabels = std::vector<std::pair<std::string, std::string>>;
 ///
 /// Thread safety: a plain value; copy freely.
 struct LabelledStats {
-  PoolStats stats;
-  PrometheusLabels labels;
+  PoolStats stats;          ///< the pool's snapshot, as ThreadPoolExecutor::stats() returns it
+  PrometheusLabels labels;  ///< written after the default `pool="<stats.name>"` (see writePrometheus())
 };
 
 /// Appends `stats` to `out` in the Prometheus text exposition format, version
