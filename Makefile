@@ -9,6 +9,10 @@
 #   make fuzz    the libFuzzer targets, FUZZ_SECONDS each (default 60)
 #   make soak    the model-based stress driver for SOAK_SECONDS (default 600)
 #   make soak-server  the offload server under mixed load for SOAK_SECONDS (default 600)
+# and, for the API reference:
+#   make docs    the HTML reference of include/coexec/ with Doxygen into build/docs/html, failing on
+#                any warning (an undocumented public entity, a broken link); then checks that
+#                headless Chromium renders it (scripts/check-docs.sh). Not part of make check.
 
 SHELL := /bin/bash
 # curl is the client of the offload server's integration test; lld links the
@@ -20,6 +24,9 @@ DEBIAN_PACKAGES := cmake ninja-build g++ clang lld make pkg-config libasio-dev c
 BENCH_PACKAGES := libtbb-dev valgrind default-jdk-headless
 # libFuzzer and its sanitizers ship with clang's runtime.
 FUZZ_PACKAGES := clang libclang-rt-14-dev
+# doxygen builds the API reference (python3 runs its Markdown filter,
+# scripts/doxygen-md-filter.py); chromium (headless) checks that it renders.
+DOCS_PACKAGES := doxygen python3 chromium
 FUZZ_SECONDS ?= 60
 # The fuzz smoke make check runs: each target over its corpus, then this long.
 FUZZ_SMOKE_SECONDS ?= 20
@@ -30,7 +37,7 @@ JOBS ?= $(shell nproc)
 BUILD_FLAGS ?= -j $(JOBS)
 CTEST_FLAGS ?= -j$(JOBS) --timeout 300
 
-.PHONY: all deps bench-deps fuzz-deps demo test check asan tsan clang bench bench-scaling install clean fuzz fuzz-smoke soak soak-server
+.PHONY: all deps bench-deps fuzz-deps docs-deps docs demo test check asan tsan clang bench bench-scaling install clean fuzz fuzz-smoke soak soak-server
 
 all: test
 
@@ -43,6 +50,10 @@ bench-deps: deps
 
 fuzz-deps: deps
 	@./scripts/install-deps.sh $(FUZZ_PACKAGES)
+
+# Only what the reference needs: no compiler, no build of the library.
+docs-deps:
+	@./scripts/install-deps.sh $(DOCS_PACKAGES)
 
 # The offload server against its own load generator, bounded pool queue versus
 # unbounded (docs/offload-server.md); under a minute.
@@ -118,6 +129,16 @@ install: deps
 	cmake --preset install
 	cmake --build --preset install $(BUILD_FLAGS)
 	cmake --install build/install $(if $(PREFIX),--prefix $(PREFIX),)
+
+# The API reference (docs/Doxyfile: the public headers, the guides in docs/ as
+# pages, README.md as the main page) into build/docs/html; any Doxygen warning
+# fails it, an undocumented public entity included. Then scripts/check-docs.sh
+# screenshots the main page and the ThreadPoolExecutor page in headless Chromium
+# and checks what they show. Not part of make check (CI time).
+docs: docs-deps
+	rm -rf build/docs/html && mkdir -p build/docs
+	doxygen docs/Doxyfile
+	./scripts/check-docs.sh build/docs/html
 
 clean:
 	rm -rf build

@@ -106,10 +106,10 @@ struct COEXEC_EXPORT fmt::formatter<coexec::PoolState> : fmt::formatter<std::str
 };
 
 /// Formats a PoolStats on one line:
-/// `pool 'io' RUNNING: size 2 (core 1, max 2, largest 2), active 2, queued 1/1,
+/// ``pool 'io' RUNNING: size 2 (core 1, max 2, largest 2), active 2, queued 1/1,
 /// tasks 7 (completed 3, failed 1, cancelled 0, discarded 0, drained 0),
 /// rejected 2, waited for room 5 (waiting now 1), scheduled 3, temporary runs
-/// 4` (`, waited for room N (waiting now M)` only once a task has waited for
+/// 4`` (`, waited for room N (waiting now M)` only once a task has waited for
 /// room or a producer waits, `, scheduled N` only while timers are pending,
 /// `, temporary runs N` only once newThreadRuns() has run a task).
 template <>

@@ -67,8 +67,8 @@ struct COEXEC_EXPORT fmt::formatter<coexec::WorkerState> : fmt::formatter<std::s
   fmt::format_context::iterator format(coexec::WorkerState state, fmt::format_context& ctx) const;
 };
 
-/// Formats a WorkerDump on one line: `io-1 RUNNING task 'resize' for 1.204s,
-/// local queue 3`, `io-2 RUNNING a coroutine, local queue 0`, `io-3 PARKED,
+/// Formats a WorkerDump on one line: ``io-1 RUNNING task 'resize' for 1.204s,
+/// local queue 3``, `io-2 RUNNING a coroutine, local queue 0`, `io-3 PARKED,
 /// local queue 0` (an unnamed task shows as `task (unnamed)`).
 template <>
 struct COEXEC_EXPORT fmt::formatter<coexec::WorkerDump> : fmt::formatter<std::string_view> {
