@@ -14,7 +14,9 @@ GitHub would show as text. So this filter, run by Doxygen on each page
   `(executor.md#work-queues)`, into links Doxygen resolves, `(#docs_executor-work-queues)`;
 - points a link to a file of the repository that is not a page (an example,
   a directory) at that file from build/docs/html, so that it opens from a
-  checkout.
+  checkout;
+- drops the backticks from a page's title, which Doxygen would show as
+  markup in the page tree.
 
 Links to a page itself (`(executor.md)`) Doxygen resolves on its own. Fenced
 code blocks and code spans are left alone, and no line is added or removed,
@@ -127,6 +129,8 @@ def filter_page(path):
             continue
         if slug is not None:
             line = line.rstrip() + " {#" + label(prefix, slug) + "}"
+        elif line.startswith("# "):
+            line = line.replace("`", "")  # the page's title: Doxygen shows a code span in it as markup
         prose.append(line)
     flush()
     sys.stdout.write("\n".join(out))

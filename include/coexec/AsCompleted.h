@@ -51,7 +51,10 @@ class NextAwaiter;
 template <class R>
 class [[nodiscard]] AsCompleted {
  public:
+  /// Takes over `other`'s inputs. Never blocks.
   AsCompleted(AsCompleted&&) noexcept = default;
+  /// Drops the Futures not yet yielded, as the destructor does (their tasks go
+  /// on), then takes over `other`'s inputs. Never blocks.
   AsCompleted& operator=(AsCompleted&&) noexcept = default;
   AsCompleted(const AsCompleted&) = delete;
   AsCompleted& operator=(const AsCompleted&) = delete;

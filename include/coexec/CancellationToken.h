@@ -64,8 +64,14 @@ class COEXEC_EXPORT CancellationToken {
   /// wait.
   /// \throws std::bad_alloc.
   CancellationToken(const std::stop_token& stop);  // NOLINT(google-explicit-constructor): by design
+  /// Another handle on `other`'s state: it sees the same request. Never blocks.
   CancellationToken(const CancellationToken& other) noexcept;
+  /// Takes `other`'s state; `other` is left like a default-constructed token.
+  /// Never blocks.
   CancellationToken(CancellationToken&& other) noexcept;
+  /// Observes `other`'s state from now on and drops the one it had. Never
+  /// blocks, except as dropping the last copy of a token converted from a
+  /// std::stop_token does (see the constructor from one).
   CancellationToken& operator=(CancellationToken other) noexcept;
   ~CancellationToken();
 
@@ -112,8 +118,14 @@ class COEXEC_EXPORT CancellationSource {
  public:
   /// Allocates the shared state. \throws std::bad_alloc.
   CancellationSource();
+  /// Another handle on `other`'s request: requestCancellation() on either
+  /// cancels the tokens of both. Never blocks.
   CancellationSource(const CancellationSource& other) noexcept;
+  /// Takes `other`'s request; `other` is left without state (see above).
+  /// Never blocks.
   CancellationSource(CancellationSource&& other) noexcept;
+  /// Shares `other`'s request from now on; the request this source had is
+  /// dropped, not cancelled. Never blocks.
   CancellationSource& operator=(CancellationSource other) noexcept;
   ~CancellationSource();
 

@@ -26,7 +26,10 @@ class TimerService;
 /// everything else the clock does.
 class COEXEC_EXPORT Clock {
  public:
+  /// std::chrono::steady_clock's duration.
   using duration = std::chrono::steady_clock::duration;
+  /// std::chrono::steady_clock's time point: what now() returns and deadlines
+  /// are given in.
   using time_point = std::chrono::steady_clock::time_point;
 
   virtual ~Clock() = default;

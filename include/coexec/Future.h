@@ -63,7 +63,11 @@ class [[nodiscard]] Future {
  public:
   /// An empty Future (`valid() == false`).
   Future() noexcept = default;
+  /// Takes over `other`'s task; `other` is left empty (`valid() == false`).
+  /// Never blocks.
   Future(Future&&) noexcept = default;
+  /// Drops this Future's task, as the destructor does (it goes on running),
+  /// then takes over `other`'s; `other` is left empty. Never blocks.
   Future& operator=(Future&&) noexcept = default;
   Future(const Future&) = delete;
   Future& operator=(const Future&) = delete;

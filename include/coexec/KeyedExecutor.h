@@ -51,6 +51,8 @@ class COEXEC_EXPORT KeyedExecutor {
   [[nodiscard]] auto submit(const Key& key, F&& f) {
     return lane(key).submit(std::forward<F>(f));
   }
+  /// submit(key, f), with the task also cancelled when `token` is (see
+  /// SerialExecutor::submit(f, token)). Never blocks.
   template <class Key, class F>
   [[nodiscard]] auto submit(const Key& key, F&& f, const CancellationToken& token) {
     return lane(key).submit(std::forward<F>(f), token);
@@ -60,6 +62,8 @@ class COEXEC_EXPORT KeyedExecutor {
   void execute(const Key& key, F&& f) {
     lane(key).execute(std::forward<F>(f));
   }
+  /// execute(key, f), with the task also cancelled when `token` is (see
+  /// SerialExecutor::submit(f, token)). Never blocks.
   template <class Key, class F>
   void execute(const Key& key, F&& f, const CancellationToken& token) {
     lane(key).execute(std::forward<F>(f), token);
@@ -76,7 +80,9 @@ class COEXEC_EXPORT KeyedExecutor {
   [[nodiscard]] std::size_t laneIndex(const Key& key) const noexcept {
     return static_cast<std::size_t>(mix(static_cast<std::uint64_t>(std::hash<Key>{}(key))) % lanes_.size());
   }
+  /// How many lanes there are (`lanes` of the constructor). Never blocks.
   [[nodiscard]] std::size_t laneCount() const noexcept { return lanes_.size(); }
+  /// The pool the lanes run on. Never blocks.
   [[nodiscard]] ThreadPoolExecutor& pool() const noexcept { return pool_; }
 
   /// The 64-bit finalizer of SplitMix64 / MurmurHash3 (fmix64): every input

@@ -27,6 +27,7 @@ class COEXEC_EXPORT PendingTask {
  public:
   /// An empty handle (`valid() == false`).
   PendingTask() noexcept = default;
+  /// Takes over `other`'s task; `other` is left empty. Never blocks.
   PendingTask(PendingTask&&) noexcept = default;
   /// Drops the task this handle held (its Future reports BrokenPromise if it
   /// never ran), then takes `other`'s.

@@ -62,7 +62,10 @@ class [[nodiscard]] PeriodicHandle {
  public:
   /// An empty handle (`valid() == false`).
   PeriodicHandle() noexcept = default;
+  /// Takes over `other`'s schedule; `other` is left empty. Never blocks.
   PeriodicHandle(PeriodicHandle&&) noexcept = default;
+  /// Drops this handle, as the destructor does (its schedule goes on), then
+  /// takes over `other`'s; `other` is left empty. Never blocks.
   PeriodicHandle& operator=(PeriodicHandle&&) noexcept = default;
   PeriodicHandle(const PeriodicHandle&) = delete;
   PeriodicHandle& operator=(const PeriodicHandle&) = delete;

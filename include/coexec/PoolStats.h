@@ -58,9 +58,9 @@ COEXEC_EXPORT std::string_view toString(PoolState state) noexcept;
 /// Thread safety: a plain value; copy freely.
 struct PoolStats {
   std::string name;  ///< the pool's name (thread-name prefix)
-  PoolState state = PoolState::running;
-  std::size_t corePoolSize = 0;
-  std::size_t maximumPoolSize = 0;
+  PoolState state = PoolState::running;  ///< RUNNING, SHUTDOWN, STOP or TERMINATED
+  std::size_t corePoolSize = 0;          ///< the pool's corePoolSize setting
+  std::size_t maximumPoolSize = 0;       ///< the pool's maximumPoolSize setting
   std::size_t poolSize = 0;              ///< live worker threads
   std::size_t activeCount = 0;           ///< threads running a task now
   std::size_t largestPoolSize = 0;       ///< historical peak of poolSize
@@ -102,6 +102,7 @@ struct PoolStats {
 /// fmt throws (fmt::format_error for bad specs, std::bad_alloc).
 template <>
 struct COEXEC_EXPORT fmt::formatter<coexec::PoolState> : fmt::formatter<std::string_view> {
+  /// Called by fmt: writes `state`'s name to `ctx.out()` with the parsed specs.
   fmt::format_context::iterator format(coexec::PoolState state, fmt::format_context& ctx) const;
 };
 
@@ -114,5 +115,6 @@ struct COEXEC_EXPORT fmt::formatter<coexec::PoolState> : fmt::formatter<std::str
 /// `, temporary runs N` only once newThreadRuns() has run a task).
 template <>
 struct COEXEC_EXPORT fmt::formatter<coexec::PoolStats> : fmt::formatter<std::string_view> {
+  /// Called by fmt: writes the line to `ctx.out()` with the parsed specs.
   fmt::format_context::iterator format(const coexec::PoolStats& stats, fmt::format_context& ctx) const;
 };

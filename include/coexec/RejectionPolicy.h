@@ -41,6 +41,8 @@ class RejectionReporter;
 /// thread, without holding any pool lock.
 class COEXEC_EXPORT RejectionPolicy {
  public:
+  /// A user policy's callable: called with the rejected task and the pool (see
+  /// the constructor from a callable).
   using Handler = std::function<void(PendingTask&, ThreadPoolExecutor&)>;
 
   /// Throws RejectedExecution (with a snapshot of the pool). The default.

@@ -105,6 +105,8 @@ class COEXEC_EXPORT SerialExecutor {
   /// \throws what submit() throws.
   template <class F>
   void execute(F&& f);
+  /// execute(), with the task also cancelled when `token` is (as
+  /// submit(f, token)). Never blocks. \throws what submit() throws.
   template <class F>
   void execute(F&& f, const CancellationToken& token);
 

@@ -54,12 +54,17 @@ std::coroutine_handle<TaskPromise<T>> startableHandle(const Task<T>& task, std::
 template <class T = void>
 class [[nodiscard]] Task {
  public:
+  /// The coroutine promise, for the compiler; not part of the API.
   using promise_type = detail::TaskPromise<T>;
+  /// `T`: what `co_await` of the Task returns.
   using value_type = T;
 
   /// An empty Task (`valid() == false`).
   Task() noexcept = default;
+  /// Takes over `other`'s coroutine; `other` is left empty. Never blocks.
   Task(Task&& other) noexcept : handle_(std::exchange(other.handle_, {})) {}
+  /// Destroys this Task's coroutine frame, as the destructor does, then takes
+  /// over `other`'s coroutine; `other` is left empty. Never blocks.
   Task& operator=(Task&& other) noexcept {
     if (this != &other) {
       destroy();

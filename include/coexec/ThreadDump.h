@@ -29,7 +29,7 @@ COEXEC_EXPORT std::string_view toString(WorkerState state) noexcept;
 /// Thread safety: a plain value; copy freely.
 struct WorkerDump {
   std::string name;  ///< the thread's name, "<pool name>-<n>"
-  WorkerState state = WorkerState::idle;
+  WorkerState state = WorkerState::idle;  ///< idle, running or parked
   /// True while the thread runs a task (submitted, executed, or due from a
   /// schedule; a coroutine task until it first suspends). False while it
   /// resumes a suspended coroutine (state running, no task age) or does not
@@ -52,8 +52,8 @@ struct WorkerDump {
 ///
 /// Thread safety: a plain value; copy freely.
 struct ThreadDump {
-  PoolStats stats;
-  std::vector<WorkerDump> workers;
+  PoolStats stats;                  ///< the pool's statistics, taken with the dump
+  std::vector<WorkerDump> workers;  ///< one per live worker thread, oldest first
   /// Threads of RejectionPolicy::newThreadRuns() running rejected tasks
   /// now (they are not workers and are not listed).
   std::size_t temporaryThreads = 0;
@@ -64,6 +64,7 @@ struct ThreadDump {
 /// Formats a WorkerState as toString() names it; takes a string's format specs.
 template <>
 struct COEXEC_EXPORT fmt::formatter<coexec::WorkerState> : fmt::formatter<std::string_view> {
+  /// Called by fmt: writes `state`'s name to `ctx.out()` with the parsed specs.
   fmt::format_context::iterator format(coexec::WorkerState state, fmt::format_context& ctx) const;
 };
 
@@ -72,6 +73,7 @@ struct COEXEC_EXPORT fmt::formatter<coexec::WorkerState> : fmt::formatter<std::s
 /// local queue 0` (an unnamed task shows as `task (unnamed)`).
 template <>
 struct COEXEC_EXPORT fmt::formatter<coexec::WorkerDump> : fmt::formatter<std::string_view> {
+  /// Called by fmt: writes the line to `ctx.out()` with the parsed specs.
   fmt::format_context::iterator format(const coexec::WorkerDump& worker, fmt::format_context& ctx) const;
 };
 
@@ -79,5 +81,6 @@ struct COEXEC_EXPORT fmt::formatter<coexec::WorkerDump> : fmt::formatter<std::st
 /// worker (see WorkerDump), then `  temporary threads: N` if there are any.
 template <>
 struct COEXEC_EXPORT fmt::formatter<coexec::ThreadDump> : fmt::formatter<std::string_view> {
+  /// Called by fmt: writes the lines to `ctx.out()` with the parsed specs.
   fmt::format_context::iterator format(const coexec::ThreadDump& dump, fmt::format_context& ctx) const;
 };

@@ -339,10 +339,13 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// SubmitWhenRoomAwaitable in coexec/SubmitWhenRoom.h.
   template <class F>
   [[nodiscard]] auto submitWhenRoom(F&& f, int priority = 0);
+  /// submitWhenRoom() for submit(f, token, priority): once admitted, the task is linked to `token`.
   template <class F>
   [[nodiscard]] auto submitWhenRoom(F&& f, const CancellationToken& token, int priority = 0);
+  /// submitWhenRoom() for submit(f, options).
   template <class F>
   [[nodiscard]] auto submitWhenRoom(F&& f, const TaskOptions& options);
+  /// submitWhenRoom(f), waiting at most `timeout` (pool's clock), then TimeoutError; nothing run or counted.
   template <class F, class Rep, class Period>
   [[nodiscard]] auto submitWhenRoom(F&& f, std::chrono::duration<Rep, Period> timeout);
 
@@ -471,7 +474,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
 
   [[nodiscard]] bool isShutdown() const;     ///< true from shutdown()/shutdownNow() on
   [[nodiscard]] bool isTerminating() const;  ///< shut down but not yet terminated
-  [[nodiscard]] bool isTerminated() const;
+  [[nodiscard]] bool isTerminated() const;   ///< true once TERMINATED: every task ended, every thread exited
 
   /// Starts one idle core thread if fewer than corePoolSize run; true if it
   /// started one. Never blocks. Starts nothing once the pool is shut down.
@@ -494,12 +497,19 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// Never blocks. Turning it on lets idle core threads time out.
   void allowCoreThreadTimeOut(bool value);
 
+  /// ThreadPoolOptions::corePoolSize or the last setCorePoolSize(). Never blocks for long (the pool's lock).
   [[nodiscard]] std::size_t corePoolSize() const;
+  /// ThreadPoolOptions::maximumPoolSize or the last setMaximumPoolSize(). Never blocks for long (the lock).
   [[nodiscard]] std::size_t maximumPoolSize() const;
+  /// ThreadPoolOptions::keepAliveTime or the last setKeepAliveTime(). Never blocks for long (the pool's lock).
   [[nodiscard]] std::chrono::nanoseconds keepAliveTime() const;
+  /// Whether idle core threads time out (options, allowCoreThreadTimeOut()). Never blocks for long (the lock).
   [[nodiscard]] bool allowsCoreThreadTimeOut() const;
+  /// The pool's name (ThreadPoolOptions::name), which prefixes its threads' names. Never blocks.
   [[nodiscard]] std::string_view name() const noexcept;
+  /// The work queue the pool was built with. Never blocks.
   [[nodiscard]] const WorkQueue& workQueue() const noexcept;
+  /// The rejection policy the pool was built with. Never blocks.
   [[nodiscard]] const RejectionPolicy& rejectionPolicy() const noexcept;
 
   /// Removes cancelled tasks from the work queue (they would otherwise hold

@@ -52,9 +52,9 @@ struct TaskInfo {
 ///   the thread that resumed it (no thread is started for a pool about to
 ///   terminate), as it would once the pool has terminated.
 struct Hooks {
-  std::function<void(const TaskInfo&)> beforeExecute{};
-  std::function<void(const TaskInfo&, std::exception_ptr)> afterExecute{};
-  std::function<void()> terminated{};
+  std::function<void(const TaskInfo&)> beforeExecute{};                     ///< before each task (see above)
+  std::function<void(const TaskInfo&, std::exception_ptr)> afterExecute{};  ///< after each task (see above)
+  std::function<void()> terminated{};  ///< once, as the pool terminates (see above)
 };
 
 /// Creates a pool thread: start a thread that runs `body` and return it. The

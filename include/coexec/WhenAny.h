@@ -18,8 +18,8 @@ namespace coexec {
 /// Thread safety: a plain value.
 template <class... Ts>
 struct WhenAnyResult {
-  std::size_t index = 0;
-  std::variant<detail::StoredValue<Ts>...> value;
+  std::size_t index = 0;                           ///< the argument position of the child that settled first
+  std::variant<detail::StoredValue<Ts>...> value;  ///< its value, as the alternative at position `index`
 };
 
 /// `co_await whenAny(a, b, ...)`: waits for the first of a fixed set of

@@ -26,16 +26,21 @@ namespace coexec {
 /// Thread safety: a plain value; copy freely.
 class COEXEC_EXPORT WorkQueue {
  public:
+  /// Which of the four queues above.
   enum class Kind : std::uint8_t { bounded, unbounded, synchronous, priority };
+  /// capacity() of unbounded(): the largest std::size_t.
   static constexpr std::size_t kUnboundedCapacity = std::numeric_limits<std::size_t>::max();
 
   /// \throws std::invalid_argument if `capacity` is 0 (use synchronous()).
   static WorkQueue bounded(std::size_t capacity);
+  /// A FIFO without a limit (see above).
   static WorkQueue unbounded() noexcept;
+  /// A hand-off with capacity 0 (see above).
   static WorkQueue synchronous() noexcept;
   /// \throws std::invalid_argument if `capacity` is 0.
   static WorkQueue priority(std::size_t capacity);
 
+  /// Which queue this describes.
   [[nodiscard]] Kind kind() const noexcept { return kind_; }
   /// n for bounded(n) and priority(n); kUnboundedCapacity for unbounded(); 0
   /// for synchronous().

@@ -145,6 +145,9 @@ class PoolFunction {
 /// with the same properties.
 class AsioPoolExecutor {
  public:
+  /// An executor on `pool`, with blocking.possibly and relationship.fork
+  /// (asioExecutor(pool) makes the same). The pool must outlive it and its
+  /// copies. Never blocks.
   constexpr explicit AsioPoolExecutor(ThreadPoolExecutor& pool) noexcept : pool_(&pool) {}
 
   /// The pool. Never blocks; never throws.
@@ -211,42 +214,58 @@ class AsioPoolExecutor {
 
   // ---- properties (Asio's query / require / prefer customisation points) ----
 
+  /// The process-wide execution context that stands for every coexec pool
+  /// (see above).
   [[nodiscard]] asio::execution_context& query(asio::execution::context_t) const noexcept;
+  /// blocking.never once required, else blocking.possibly (the default).
   [[nodiscard]] constexpr asio::execution::blocking_t query(asio::execution::blocking_t) const noexcept {
     return never_ ? asio::execution::blocking_t(asio::execution::blocking.never)
                   : asio::execution::blocking_t(asio::execution::blocking.possibly);
   }
+  /// relationship.continuation once required, else relationship.fork (the
+  /// default).
   [[nodiscard]] constexpr asio::execution::relationship_t query(asio::execution::relationship_t) const noexcept {
     return continuation_ ? asio::execution::relationship_t(asio::execution::relationship.continuation)
                          : asio::execution::relationship_t(asio::execution::relationship.fork);
   }
+  /// Always outstanding_work.untracked: the executor counts no work.
   [[nodiscard]] static constexpr asio::execution::outstanding_work_t query(
       asio::execution::outstanding_work_t) noexcept {
     return asio::execution::outstanding_work.untracked;
   }
+  /// Always mapping.thread: functions run on threads.
   [[nodiscard]] static constexpr asio::execution::mapping_t query(asio::execution::mapping_t) noexcept {
     return asio::execution::mapping.thread;
   }
 
+  /// A copy with blocking.possibly: asio::dispatch on a pool thread runs the
+  /// function at once.
   [[nodiscard]] constexpr AsioPoolExecutor require(asio::execution::blocking_t::possibly_t) const noexcept {
     return with(false, continuation_);
   }
+  /// A copy with blocking.never: every function goes through the pool's
+  /// admission.
   [[nodiscard]] constexpr AsioPoolExecutor require(asio::execution::blocking_t::never_t) const noexcept {
     return with(true, continuation_);
   }
+  /// A copy with relationship.fork.
   [[nodiscard]] constexpr AsioPoolExecutor require(asio::execution::relationship_t::fork_t) const noexcept {
     return with(never_, false);
   }
+  /// A copy with relationship.continuation.
   [[nodiscard]] constexpr AsioPoolExecutor require(asio::execution::relationship_t::continuation_t) const noexcept {
     return with(never_, true);
   }
+  /// This executor: it is always untracked.
   [[nodiscard]] constexpr AsioPoolExecutor require(asio::execution::outstanding_work_t::untracked_t) const noexcept {
     return *this;
   }
 
+  /// True if both run on the same pool with the same properties.
   friend constexpr bool operator==(const AsioPoolExecutor& a, const AsioPoolExecutor& b) noexcept {
     return a.pool_ == b.pool_ && a.never_ == b.never_ && a.continuation_ == b.continuation_;
   }
+  /// `!(a == b)`.
   friend constexpr bool operator!=(const AsioPoolExecutor& a, const AsioPoolExecutor& b) noexcept { return !(a == b); }
 
  private:
