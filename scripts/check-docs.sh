@@ -10,7 +10,7 @@
 # and shutdownNow. The screenshots stay in HTML_DIR/../check/ to look at.
 set -euo pipefail
 
-html_dir=$(realpath "${1:-build/docs/html}")
+html_dir=$(realpath -m "${1:-build/docs/html}")
 out_dir=$(dirname "$html_dir")/check
 width=1280
 height=2000
