@@ -15,6 +15,8 @@ GitHub would show as text. So this filter, run by Doxygen on each page
 - points a link to a file of the repository that is not a page (an example,
   a directory) at that file from build/docs/html, so that it opens from a
   checkout;
+- writes bold text that starts with a code span as HTML bold, which
+  Doxygen renders (it shows `**`x`**` with its asterisks);
 - drops the backticks from a page's title, which Doxygen would show as
   markup in the page tree.
 
@@ -33,6 +35,9 @@ HTML_TO_ROOT = "../../../"
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 HEADING = re.compile(r"^(#{2,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
+# Bold text that starts with a code span (`**`shutdown()`**`), which Doxygen
+# 1.9.4 shows with its asterisks.
+BOLD_CODE = re.compile(r"\*\*(`[^`\n]+`(?:`[^`\n]+`|[^*`\n])*?)\*\*")
 # A code span or an image (both left alone; Doxygen copies an image from
 # IMAGE_PATH), or an inline link's target.
 SPAN_OR_LINK = re.compile(
@@ -117,7 +122,7 @@ def filter_page(path):
 
     def flush():
         if prose:
-            out.append(SPAN_OR_LINK.sub(link, "\n".join(prose)))
+            out.append(SPAN_OR_LINK.sub(link, BOLD_CODE.sub(r"<b>\1</b>", "\n".join(prose))))
             prose.clear()
 
     for line, slug in zip(text.split("\n"), slugs_of(text)):
