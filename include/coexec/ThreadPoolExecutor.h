@@ -497,20 +497,14 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// Never blocks. Turning it on lets idle core threads time out.
   void allowCoreThreadTimeOut(bool value);
 
-  /// ThreadPoolOptions::corePoolSize or the last setCorePoolSize(). Never blocks for long (the pool's lock).
-  [[nodiscard]] std::size_t corePoolSize() const;
-  /// ThreadPoolOptions::maximumPoolSize or the last setMaximumPoolSize(). Never blocks for long (the lock).
-  [[nodiscard]] std::size_t maximumPoolSize() const;
-  /// ThreadPoolOptions::keepAliveTime or the last setKeepAliveTime(). Never blocks for long (the pool's lock).
-  [[nodiscard]] std::chrono::nanoseconds keepAliveTime() const;
-  /// Whether idle core threads time out (options, allowCoreThreadTimeOut()). Never blocks for long (the lock).
-  [[nodiscard]] bool allowsCoreThreadTimeOut() const;
-  /// The pool's name (ThreadPoolOptions::name), which prefixes its threads' names. Never blocks.
-  [[nodiscard]] std::string_view name() const noexcept;
-  /// The work queue the pool was built with. Never blocks.
-  [[nodiscard]] const WorkQueue& workQueue() const noexcept;
-  /// The rejection policy the pool was built with. Never blocks.
-  [[nodiscard]] const RejectionPolicy& rejectionPolicy() const noexcept;
+  // The settings in force; none blocks for longer than the pool's lock.
+  [[nodiscard]] std::size_t corePoolSize() const;              ///< the options' or the last setCorePoolSize()'s
+  [[nodiscard]] std::size_t maximumPoolSize() const;           ///< the options' or the last setMaximumPoolSize()'s
+  [[nodiscard]] std::chrono::nanoseconds keepAliveTime() const;  ///< the options' or the last setKeepAliveTime()'s
+  [[nodiscard]] bool allowsCoreThreadTimeOut() const;  ///< whether idle core threads time out
+  [[nodiscard]] std::string_view name() const noexcept;  ///< ThreadPoolOptions::name, its threads' name prefix
+  [[nodiscard]] const WorkQueue& workQueue() const noexcept;  ///< the work queue the pool was built with
+  [[nodiscard]] const RejectionPolicy& rejectionPolicy() const noexcept;  ///< the policy the pool was built with
 
   /// Removes cancelled tasks from the work queue (they would otherwise hold
   /// their slot until a thread skips them) and returns how many. O(queue).
