@@ -1,4 +1,8 @@
+#if COEXEC_TEST_BOOST_ASIO
+#include "coexec/boost_asio.h"
+#else
 #include "coexec/asio.h"
+#endif
 
 // asyncWait of a Future temporary of a trivially destructible lambda, with
 // every completion token and every capture kind that GCC 12 compiles
@@ -14,16 +18,16 @@
 #include <thread>
 #include <utility>
 
-#include <asio/experimental/deferred.hpp>
 #include <catch2/catch.hpp>
 
+#include "AsioFlavour.h"
 #include "AwaitableFormsTestSupport.h"
 #include "CoroutineTestSupport.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 
-using coexec::asyncWait;
+using coexec::test::bridge::asyncWait;
 using coexec::Task;
 using coexec::ThreadPoolExecutor;
 using coexec::WorkQueue;
@@ -80,7 +84,7 @@ COEXEC_CAPTURE_KINDS(COEXEC_CALLBACK_FORM, callback)
 Task<int> answer() { co_return 42; }
 
 Task<int> awaitSpawnOfTaskTemporary(asio::io_context& io) {
-  co_return co_await coexec::spawn(io.get_executor(), answer());
+  co_return co_await coexec::test::bridge::spawn(io.get_executor(), answer());
 }
 
 }  // namespace

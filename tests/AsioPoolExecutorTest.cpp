@@ -1,7 +1,11 @@
 // The pool's Asio executor (asioExecutor, AsioPoolExecutor): post /
 // dispatch / defer / co_spawn run on the pool, and what a rejection does on
 // each path.
+#if COEXEC_TEST_BOOST_ASIO
+#include "coexec/boost_asio.h"
+#else
 #include "coexec/asio/AsioPoolExecutor.h"
+#endif
 #include "coexec/ThisThread.h"
 
 #include <atomic>
@@ -18,6 +22,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "AsioFlavour.h"
 #include "AsioTestSupport.h"
 #include "CoroutineTestSupport.h"
 #include "TestSupport.h"
@@ -194,12 +199,13 @@ TEST_CASE("asio::co_spawn onto a saturated pool under abort() starts the corouti
         REQUIRE(v == 4);
         handlerTag = std::string(currentTag);
       });
-  // Refused twice (the start, and the handing of the result to the
-  // handler, whose executor is the pool's too): both ran here, inside
-  // co_spawn.
+  // Refused at the start and at the handing of the result to the handler,
+  // whose executor is the pool's too; Asio 1.26 (Boost 1.81's) posts the
+  // finished coroutine once more before that, where Asio 1.22 does not,
+  // refused as well. Every one ran here, inside co_spawn.
   REQUIRE(bodyRanOn == std::this_thread::get_id());
   REQUIRE(handlerTag == "");
-  REQUIRE(pool.stats().rejectedCount == 2);
+  REQUIRE(pool.stats().rejectedCount == (kAsioVersion >= 102600 ? 3U : 2U));
   gate.open();
   pool.shutdown();
   REQUIRE(pool.awaitTermination(kLong));

@@ -1,7 +1,11 @@
 // coexec Tasks on an Asio executor (AsioScheduler.h): spawn()
 // and its Future, resumeOn() hops between an io_context and a pool, and
 // sleeps on the io_context's timers.
+#if COEXEC_TEST_BOOST_ASIO
+#include "coexec/boost_asio.h"
+#else
 #include "coexec/asio/AsioScheduler.h"
+#endif
 
 #include <atomic>
 #include <chrono>
@@ -12,6 +16,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "AsioFlavour.h"
 #include "CoroutineTestSupport.h"
 #include "TestSupport.h"
 #include "coexec/Sleep.h"

@@ -6,11 +6,10 @@
 #include <exception>
 #include <future>
 #include <string>
-#include <system_error>
 
-#include <asio.hpp>
 #include <catch2/catch.hpp>
 
+#include "AsioFlavour.h"
 #include "CoroutineTestSupport.h"
 #include "TestSupport.h"
 #include "coexec/ThreadPoolExecutor.h"
@@ -50,7 +49,7 @@ inline bool isOperationAborted(const std::exception_ptr& error) {
   if (!error) return false;
   try {
     std::rethrow_exception(error);
-  } catch (const std::system_error& e) {
+  } catch (const AsioSystemError& e) {
     return e.code() == asio::error::operation_aborted;
   } catch (...) {
     return false;

@@ -1,7 +1,11 @@
 // asyncWait: every completion token, where the handler runs, outstanding
 // work, cancellation (||, parallel_group, a raw slot, raced against the
 // settlement), rejected tasks, and the graceful-shutdown order.
+#if COEXEC_TEST_BOOST_ASIO
+#include "coexec/boost_asio.h"
+#else
 #include "coexec/asio/AsyncWait.h"
+#endif
 #include "coexec/ThisThread.h"
 
 #include <atomic>
@@ -16,11 +20,9 @@
 #include <thread>
 #include <variant>
 
-#include <asio/experimental/awaitable_operators.hpp>
-#include <asio/experimental/deferred.hpp>
-#include <asio/experimental/parallel_group.hpp>
 #include <catch2/catch.hpp>
 
+#include "AsioFlavour.h"
 #include "AsioTestSupport.h"
 #include "CoroutineTestSupport.h"
 #include "TestSupport.h"
@@ -220,14 +222,19 @@ TEST_CASE("asyncWait || a timer: the timer wins, the pool task is cancelled and 
   std::atomic<bool> sawCancellation{false};
   std::optional<std::size_t> winner;
   bool settledWhenResumed = false;
+  Counter started;
   Future<int> f;
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
         f = pool.submit([&](CancellationToken token) {
+          started.arrive();
           sawCancellation = eventually([&] { return token.isCancellationRequested(); });
           return 1;
         });
+        // Running before the timer starts (else, on a loaded machine, the
+        // timer could cancel it while queued, and it would never run).
+        REQUIRE(started.waitFor(1));
         asio::steady_timer timer(io, 5ms);
         auto result = co_await (asyncWait(f, asio::use_awaitable) || timer.async_wait(asio::use_awaitable));
         winner = result.index();
@@ -256,7 +263,7 @@ TEST_CASE("asyncWait cancelled through make_parallel_group completes with operat
                                           timer.async_wait(asio::experimental::deferred))
       .async_wait(
           asio::experimental::wait_for_one(),
-          asio::bind_executor(io, [&](std::array<std::size_t, 2> order, std::exception_ptr e, int, std::error_code) {
+          asio::bind_executor(io, [&](std::array<std::size_t, 2> order, std::exception_ptr e, int, AsioErrorCode) {
             first = order[0];
             waitError = e;
           }));

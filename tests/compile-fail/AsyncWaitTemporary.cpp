@@ -18,8 +18,13 @@
 // clang-format on
 //
 // Each refused line is a different instantiation (token or result type).
+// Built for both Asio flavours (COEXEC_TEST_BOOST_ASIO: tests/AsioFlavour.h).
 
+#if COEXEC_TEST_BOOST_ASIO
+#include "coexec/boost_asio.h"
+#else
 #include "coexec/asio.h"
+#endif
 
 #include <cstddef>
 #include <exception>
@@ -27,35 +32,36 @@
 #include <string>
 #include <utility>
 
-#include <asio/experimental/deferred.hpp>
-
+#include "AsioFlavour.h"
 #include "coexec/ThreadPoolExecutor.h"
 
 namespace asyncWaitForms {
 
+namespace bridge = coexec::test::bridge;
+
 // The form a new user writes first: the double free this refusal closes.
 asio::awaitable<std::size_t> awaitableOfOwningSubmit(coexec::ThreadPoolExecutor& pool, std::string label) {
-  std::size_t n = co_await coexec::asyncWait(pool.submit([label] { return label.size(); }), asio::use_awaitable);  // expect-error
+  std::size_t n = co_await bridge::asyncWait(pool.submit([label] { return label.size(); }), asio::use_awaitable);  // expect-error
   co_return n;
 }
 
 asio::awaitable<std::string> deferredOfOwningSubmit(coexec::ThreadPoolExecutor& pool, std::string label) {
-  co_return co_await coexec::asyncWait(pool.submit([label] { return label; }), asio::experimental::deferred)(asio::use_awaitable);  // expect-error
+  co_return co_await bridge::asyncWait(pool.submit([label] { return label; }), asio::experimental::deferred)(asio::use_awaitable);  // expect-error
 }
 
 std::future<long> futureOfOwningSubmit(coexec::ThreadPoolExecutor& pool, std::string label) {
-  return coexec::asyncWait(pool.submit([label] { return static_cast<long>(label.size()); }), asio::use_future);  // expect-error
+  return bridge::asyncWait(pool.submit([label] { return static_cast<long>(label.size()); }), asio::use_future);  // expect-error
 }
 
 void callbackOfOwningSubmit(coexec::ThreadPoolExecutor& pool, asio::io_context& io, std::string label, int& out) {
-  coexec::asyncWait(pool.submit([label] { return static_cast<int>(label.size()); }),  // expect-error
+  bridge::asyncWait(pool.submit([label] { return static_cast<int>(label.size()); }),  // expect-error
                     asio::bind_executor(io, [&out](std::exception_ptr, int n) { out = n; }));
 }
 
 // The safe form compiles everywhere: the Future named first.
 asio::awaitable<std::size_t> awaitableOfNamedFuture(coexec::ThreadPoolExecutor& pool, std::string label) {
   auto f = pool.submit([label] { return label.size(); });
-  std::size_t n = co_await coexec::asyncWait(f, asio::use_awaitable);
+  std::size_t n = co_await bridge::asyncWait(f, asio::use_awaitable);
   co_return n;
 }
 
