@@ -15,11 +15,12 @@
 #                headless Chromium renders it (scripts/check-docs.sh). Not part of make check.
 
 SHELL := /bin/bash
-# curl is the client of the offload server's integration test; lld links the
+# curl is the client of the servers' integration tests; lld links the
 # tests and examples (CMakeLists.txt, COEXEC_USE_LLD); python3-prometheus-client
-# parses the Prometheus exposition in a test (tests/prometheus/).
-DEBIAN_PACKAGES := cmake ninja-build g++ clang lld make pkg-config libasio-dev catch2 libfmt-dev curl \
-  python3-prometheus-client
+# parses the Prometheus exposition in a test (tests/prometheus/);
+# libboost1.81-dev: the Boost.Asio bridge's tests and the Beast example.
+DEBIAN_PACKAGES := cmake ninja-build g++ clang lld make pkg-config libasio-dev libboost1.81-dev catch2 libfmt-dev \
+  curl python3-prometheus-client
 # default-jdk-headless: the JDK's ThreadPoolExecutor and ForkJoinPool as peers (bench/java/).
 BENCH_PACKAGES := libtbb-dev valgrind default-jdk-headless
 # libFuzzer and its sanitizers ship with clang's runtime.
