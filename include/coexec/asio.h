@@ -1,9 +1,9 @@
 #pragma once
 
-/// The Asio bridge (standalone Asio 1.22, `#include <asio.hpp>`): the one
-/// coexec header that brings in Asio. coexec.h and the core library never
-/// include Asio; this header is header-only and needs nothing but Asio's
-/// headers and coexec::coexec.
+/// The Asio bridge (standalone Asio 1.22, `#include <asio.hpp>`): with
+/// coexec/boost_asio.h, the only coexec headers that bring in Asio. coexec.h
+/// and the core library never include Asio; this header is header-only and
+/// needs nothing but Asio's headers and coexec::coexec.
 ///
 /// - asioExecutor(pool): an Asio executor that runs on a ThreadPoolExecutor,
 ///   through its admission (AsioPoolExecutor.h);
@@ -13,7 +13,9 @@
 ///   Asio executor (an io_context), with their sleeps on its timers
 ///   (AsioScheduler.h).
 ///
-/// See docs/asio.md.
+/// The same bridge for Boost.Asio (and Boost.Beast), from the same
+/// implementation (coexec/asio/impl/*.ipp), is <coexec/boost_asio.h>, in
+/// namespace coexec::basio. See docs/asio.md.
 
 #include <asio.hpp>
 

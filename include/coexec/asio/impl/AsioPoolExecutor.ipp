@@ -57,7 +57,8 @@ class AsioPoolExecutor;
 /// - `asio::co_spawn(asioExecutor(pool), awaitable, token)`: Asio starts the
 ///   coroutine with a dispatch, brings it back after each asynchronous
 ///   operation it awaits with a dispatch, and hands the result to the
-///   handler with a dispatch or a post: each is admitted as above.
+///   handler with a dispatch or a post (Asio 1.26, Boost 1.81's, first posts
+///   the finished coroutine once more): each is admitted as above.
 ///
 /// Rejections: the pool's policy decides what a refused function becomes,
 /// except that the executor never throws RejectedExecution: Asio 1.22 calls
