@@ -3,6 +3,8 @@
 
 #include <array>
 #include <chrono>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <coexec/asio.h>
@@ -26,20 +28,30 @@ using coexec::WorkQueue;
 /// A pool of `threads` core threads, all started.
 struct Pool {
   explicit Pool(std::size_t threads, WorkQueue queue = WorkQueue::unbounded(),
-                RejectionPolicy policy = RejectionPolicy::abort())
-      : pool(threads, threads, 60s, queue, std::move(policy)) {
+                RejectionPolicy policy = RejectionPolicy::abort(), bool recordLatency = false)
+      : pool([&] {
+          coexec::ThreadPoolOptions options;
+          options.corePoolSize = threads;
+          options.maximumPoolSize = threads;
+          options.keepAliveTime = 60s;
+          options.workQueue = queue;
+          options.rejectionPolicy = std::move(policy);
+          options.recordLatency = recordLatency;
+          return options;
+        }()) {
     pool.prestartAllCoreThreads();
   }
   ThreadPoolExecutor pool;
 };
 
 // W1: one producer, N trivial tasks.
-void submitThroughput(bench::Run& run, std::size_t workers) {
+void submitThroughput(bench::Run& run, std::size_t workers, bool recordLatency = false,
+                      std::string_view metric = "throughput") {
   bench::Countdown done;
-  Pool p(workers);
+  Pool p(workers, WorkQueue::unbounded(), RejectionPolicy::abort(), recordLatency);
   const std::size_t n = run.count(1'000'000);
   done.reset(n);
-  run.throughput("throughput", "Mtasks/s", n, [&] {
+  run.throughput(metric, "Mtasks/s", n, [&] {
     for (std::size_t i = 0; i < n; ++i)
       p.pool.execute([&done] { done.hit(); });
     done.wait();
@@ -59,6 +71,32 @@ void fanOutFanIn(bench::Run& run) {
   Pool p(bench::workers(2));
   const bench::Work work(1us);
   run.rounds(run.count(1'000), [&] { coexec::syncWait(fanOut(p.pool, work)); });
+}
+
+// W11: what ThreadPoolOptions::recordLatency costs: W1.1, W1.2 and W2 with
+// recording off and then on, in the same run (W2's rounds timed by hand, to
+// name its rows).
+void latencyCost(bench::Run& run) {
+  for (const bool on : {false, true}) {
+    const std::string mode = on ? " on" : " off";
+    submitThroughput(run, 1, on, "W1.1 recording" + mode + ": throughput");
+    submitThroughput(run, bench::workers(2), on, "W1.2 recording" + mode + ": throughput");
+    Pool p(bench::workers(2), WorkQueue::unbounded(), RejectionPolicy::abort(), on);
+    const bench::Work work(1us);
+    const std::size_t rounds = run.count(1'000);
+    std::vector<double> latencies(rounds);
+    const double seconds = run.timed([&] {
+      for (auto& latency : latencies) {
+        const auto start = std::chrono::steady_clock::now();
+        coexec::syncWait(fanOut(p.pool, work));
+        latency = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+      }
+    });
+    run.record("W2 recording" + mode + ": rounds/s", "k/s", bench::Better::higher,
+               static_cast<double>(rounds) / seconds / 1e3);
+    run.record("W2 recording" + mode + ": round p99", "us", bench::Better::lower, bench::percentile(latencies, 0.99));
+    if (on) bench::expectCount("W2 tasks recorded", p.pool.stats().runTime.count, rounds * 64);
+  }
 }
 
 // W3: a coroutine hopping through the pool it runs on (bench::hops).
@@ -361,6 +399,10 @@ const bench::Workload kWorkloads[] = {
      "backpressure (coexec only): 1,000,000 tasks of ~200 ns into core=max=2, bounded(1024), from a thread under "
      "block(60s), then from a coroutine that co_awaits submitWhenRoom(); producer CPU: the producing thread's",
      backpressure},
+    {"W11",
+     "latency recording (coexec only): W1.1, W1.2 and W2 with ThreadPoolOptions::recordLatency off, then on, in "
+     "one run",
+     latencyCost},
     {"idle", "process CPU of an idle pool of 2 over 2 s, after its spin window", idle},
 };
 

@@ -61,9 +61,9 @@ std::vector<std::string> linesOf(const std::string& text) {
 /// that no sample appears twice.
 std::map<std::string, std::string> samplesOf(const std::string& text) {
   static const std::regex kHelp(R"(# HELP [a-zA-Z_:][a-zA-Z0-9_:]* [^\n]+)");
-  static const std::regex kType(R"(# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (counter|gauge))");
+  static const std::regex kType(R"(# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (counter|gauge|histogram))");
   static const std::regex kSample(
-      R"(([a-zA-Z_:][a-zA-Z0-9_:]*\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\[\\"n])*",?)*\}) ([0-9]+|\+Inf))");
+      R"(([a-zA-Z_:][a-zA-Z0-9_:]*\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\[\\"n])*",?)*\}) ([0-9]+(\.[0-9]+)?(e[-+][0-9]+)?|\+Inf))");
   std::map<std::string, std::string> samples;
   REQUIRE(!text.empty());
   CHECK(text.back() == '\n');
@@ -120,7 +120,19 @@ const std::map<std::string, std::string> kDocumentedTypes = {
     {"coexec_pool_drained_tasks_total", "counter"},
     {"coexec_pool_waited_for_room_tasks_total", "counter"},
     {"coexec_pool_temporary_thread_runs_total", "counter"},
+    {"coexec_pool_queue_wait_seconds", "histogram"},
+    {"coexec_pool_run_time_seconds", "histogram"},
 };
+
+/// The `le` bounds writePrometheus() documents for the latency histograms.
+constexpr const char* kLeBounds[] = {"1e-06", "2.5e-06", "5e-06", "1e-05", "2.5e-05", "5e-05", "0.0001", "0.00025",
+                                     "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1",
+                                     "0.25", "0.5", "1", "2.5", "5", "10", "30", "60", "+Inf"};
+
+/// The samples of one pool: one a family, four for `state`, and each
+/// histogram's buckets, sum and count.
+constexpr std::size_t kHistogramSamples = std::size(kLeBounds) + 2;
+const std::size_t kSamplesPerPool = (kDocumentedTypes.size() - 2) + 3 + 2 * kHistogramSamples;
 
 }  // namespace
 
@@ -230,6 +242,13 @@ TEST_CASE("every field of PoolStats reaches its family", "[prometheus][stats]") 
   s.drainedCount = 17;
   s.scheduledCount = 18;
   s.temporaryThreadRuns = 19;
+  coexec::LatencyHistogram waits;
+  waits.record(3ms);
+  waits.record(7ms);
+  s.queueWait = coexec::LatencySummary::of(waits);
+  coexec::LatencyHistogram runs;
+  runs.record(2us);
+  s.runTime = coexec::LatencySummary::of(runs);
   std::string text;
   writePrometheus(text, s);
   const auto samples = samplesOf(text);
@@ -254,8 +273,34 @@ TEST_CASE("every field of PoolStats reaches its family", "[prometheus][stats]") 
     CHECK(samples.at(std::string(R"(coexec_pool_state{pool="all",state=")") + state + "\"}") ==
           (std::string(state) == "STOP" ? "1" : "0"));
   }
-  // The one-per-field families and the four state samples: nothing else.
-  CHECK(samples.size() == expected.size() + 4);
+  // The histograms: cumulative buckets, +Inf and _count the count, _sum in seconds.
+  const auto bucket = [&](const char* family, const char* le) {
+    return samples.at(std::string(family) + R"(_bucket{pool="all",le=")" + le + "\"}");
+  };
+  CHECK(bucket("coexec_pool_queue_wait_seconds", "0.0025") == "0");
+  CHECK(bucket("coexec_pool_queue_wait_seconds", "0.005") == "1");
+  CHECK(bucket("coexec_pool_queue_wait_seconds", "0.01") == "2");
+  CHECK(bucket("coexec_pool_queue_wait_seconds", "+Inf") == "2");
+  CHECK(samples.at(R"(coexec_pool_queue_wait_seconds_sum{pool="all"})") == "0.01");
+  CHECK(samples.at(R"(coexec_pool_queue_wait_seconds_count{pool="all"})") == "2");
+  CHECK(bucket("coexec_pool_run_time_seconds", "1e-06") == "0");
+  CHECK(bucket("coexec_pool_run_time_seconds", "2.5e-06") == "1");
+  CHECK(bucket("coexec_pool_run_time_seconds", "60") == "1");
+  CHECK(samples.at(R"(coexec_pool_run_time_seconds_sum{pool="all"})") == "2e-06");
+  CHECK(samples.at(R"(coexec_pool_run_time_seconds_count{pool="all"})") == "1");
+  for (const char* family : {"coexec_pool_queue_wait_seconds", "coexec_pool_run_time_seconds"}) {
+    INFO(family);
+    std::uint64_t previous = 0;
+    for (const char* le : kLeBounds) {
+      INFO("le " << le);
+      const std::uint64_t n = std::stoull(bucket(family, le));
+      CHECK(n >= previous);  // cumulative
+      previous = n;
+    }
+  }
+  // The one-per-field families, the four state samples and two histograms of
+  // 25 buckets, a sum and a count: nothing else.
+  CHECK(samples.size() == expected.size() + 4 + 2 * (std::size(kLeBounds) + 2));
 }
 
 TEST_CASE("each family has one HELP and one TYPE line, counters end in _total and gauges do not",
@@ -277,7 +322,8 @@ TEST_CASE("each family has one HELP and one TYPE line, counters end in _total an
     const auto help = text.find("# HELP " + name + " ");
     const auto typeLine = text.find("# TYPE " + name + " ");
     CHECK(text.find('\n', help) + 1 == typeLine);
-    CHECK(text.compare(text.find('\n', typeLine) + 1, name.size() + 1, name + "{") == 0);
+    const std::string first = name + (type == "histogram" ? "_bucket{" : "{");
+    CHECK(text.compare(text.find('\n', typeLine) + 1, first.size(), first) == 0);
   }
 }
 
@@ -315,7 +361,7 @@ TEST_CASE("label values are escaped: backslash, double quote and newline", "[pro
   CHECK(count(text, R"(coexec_pool_size{pool="a\\b\"c\nd",path="C:\\dir",quote="say \"hi\"",)"
                     "utf8=\"caf\xc3\xa9 {x}, y=z\"} 0\n") == 1);
   // No raw newline inside a sample: every line is one the format allows.
-  CHECK(samplesOf(text).size() == kDocumentedTypes.size() + 3);
+  CHECK(samplesOf(text).size() == kSamplesPerPool);
 }
 
 TEST_CASE("the labels follow the default pool label in the caller's order and a pool label replaces it",
@@ -379,11 +425,14 @@ TEST_CASE("several pools: each family once, one sample per pool in the caller's 
     const auto cpu = samples.find("{pool=\"cpu\"");
     const auto io = samples.find("{pool=\"io\"}");
     const auto io2 = samples.find("{pool=\"io\",shard=\"2\"");
-    const auto io1 = name == "coexec_pool_state" ? samples.find("{pool=\"io\",state=") : io;
+    const bool histogram = type == "histogram";
+    const auto io1 = name == "coexec_pool_state" ? samples.find("{pool=\"io\",state=")
+                     : histogram                 ? samples.find("{pool=\"io\",le=")
+                                                 : io;
     CHECK(cpu < io1);
     CHECK(io1 < io2);
     CHECK(io2 != std::string::npos);
-    CHECK(linesOf(samples).size() == (name == "coexec_pool_state" ? 12u : 3u));
+    CHECK(linesOf(samples).size() == (name == "coexec_pool_state" ? 12u : histogram ? 3 * kHistogramSamples : 3u));
   }
   const auto samples = samplesOf(text);
   CHECK(samples.at(R"(coexec_pool_size{pool="cpu"})") == "4");

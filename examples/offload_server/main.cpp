@@ -29,6 +29,7 @@ int serve(const offload::ServeSettings& settings) {
   poolOptions.workQueue =
       settings.unbounded ? coexec::WorkQueue::unbounded() : coexec::WorkQueue::bounded(settings.queue);
   poolOptions.rejectionPolicy = coexec::RejectionPolicy::abort();
+  poolOptions.recordLatency = true;  // queue wait and run time on /metrics (docs/production.md)
   coexec::ThreadPoolExecutor pool(poolOptions);
 
   offload::HttpServer server(pool, settings.server);

@@ -47,10 +47,17 @@ struct LabelledStats {
 ///   `core_size`, `maximum_size`, `size` (poolSize), `active_threads`,
 ///   `largest_size`, `queue_size`, `local_queue_size`, `queue_capacity`
 ///   (`+Inf` for an unbounded queue, 0 for synchronous()),
-///   `waiting_producers`, `scheduled_tasks`.
+///   `waiting_producers`, `scheduled_tasks`;
+/// - histograms, in seconds (`_bucket{le="..."}`, `_sum`, `_count`):
+///   `queue_wait_seconds` (PoolStats::queueWait) and `run_time_seconds`
+///   (runTime), with `le` bounds from 1 us to 60 s (1, 2.5, 5 a decade) and
+///   `+Inf`; a bucket counts the samples of the fine histogram's buckets that
+///   lie wholly at or below its bound, so a sample within 3.125 % below a
+///   bound may count in the next one. All zero unless the pool records
+///   latency (ThreadPoolOptions::recordLatency).
 ///
-/// Families may be added (latency histograms of queue wait and run time are
-/// to come), never renamed: a scraper should not expect exactly this set.
+/// Families may be added, never renamed: a scraper should not expect
+/// exactly this set.
 ///
 /// Values are decimal integers (a counter above 2^53 loses precision when
 /// Prometheus reads it as a double, as any counter does). The values are
@@ -63,7 +70,7 @@ struct LabelledStats {
 /// PrometheusLabels), before anything is written; std::bad_alloc. `out` is
 /// unchanged whenever it throws.
 ///
-/// Cost: O(size of the text), about 3.5 KB for a pool with a short name and
+/// Cost: O(size of the text), about 7 KB for a pool with a short name and
 /// no other label.
 COEXEC_EXPORT void writePrometheus(std::string& out, const PoolStats& stats, const PrometheusLabels& labels = {});
 

@@ -510,11 +510,15 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// their slot until a thread skips them) and returns how many. O(queue).
   std::size_t purge();
 
-  /// A snapshot of sizes and counters; PoolStats says which figures are one
-  /// instant's and which are each exact at their own. Never blocks for long
-  /// (takes the pool's lock, which admission's slow path and the workers'
-  /// parking also take). O(threads): it sums per-worker counters.
+  /// A snapshot of sizes, counters and (ThreadPoolOptions::recordLatency)
+  /// latency; PoolStats says which figures are one instant's. Never blocks for
+  /// long (takes the pool's lock, as admission's slow path and parking do).
+  /// O(threads): it sums per-worker counters (and histograms, 10 us a thread).
   [[nodiscard]] PoolStats stats() const;
+  /// The queue-wait and run-time histograms over the pool's lifetime, for
+  /// exporters (empty unless ThreadPoolOptions::recordLatency). Locks and
+  /// costs as stats(). \throws std::bad_alloc.
+  [[nodiscard]] PoolLatency latency() const;
 
   /// What each pool thread is doing: its name, its state (idle, running,
   /// parked), the task it runs (name, and age on a coarse clock of a few

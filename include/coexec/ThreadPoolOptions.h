@@ -153,6 +153,23 @@ struct ThreadPoolOptions {
   /// that was read are never reported. Default true; false turns these
   /// reports off (other uncaught exceptions are still reported).
   bool reportUnobservedFailures = true;
+  /// Records each task's queue wait and run time in histograms
+  /// (PoolStats::queueWait and runTime, ThreadPoolExecutor::latency()), on
+  /// the pool's clock (a ManualClock pool records virtual time). Queue wait
+  /// runs from admission (a timer task: its due time) to the start on a pool
+  /// thread, run time from that start to the end (beforeExecute and
+  /// afterExecute included). Recorded: the tasks the pool's threads run,
+  /// including those a join runs where it is awaited; not recorded: tasks a
+  /// caller runs (callerRuns(), PendingTask::run()), and the run time of
+  /// coroutine tasks (their queue wait is recorded).
+  ///
+  /// Each worker records into its own histograms (20 KiB a thread) with
+  /// plain stores, no lock and no read-modify-write; stats() merges them.
+  /// The cost is two or three clock reads per task (about 20 ns each for
+  /// the steady clock): default false, because on the submit-heavy
+  /// workloads of `make bench` (W1, W2) that is more than the 5 % a default
+  /// may cost (docs/production.md gives the measured figures).
+  bool recordLatency = false;
 };
 
 }  // namespace coexec

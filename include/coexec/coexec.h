@@ -10,6 +10,7 @@
 #include "coexec/Executors.h"
 #include "coexec/Future.h"
 #include "coexec/KeyedExecutor.h"
+#include "coexec/LatencyHistogram.h"
 #include "coexec/PendingTask.h"
 #include "coexec/PeriodicHandle.h"
 #include "coexec/PoolStats.h"

@@ -16,12 +16,13 @@
 //
 // No state, no locks: the functions read their arguments only.
 //
-// Adding a family is adding a row to kFamilies. A family with several lines
-// per pool (the latency histograms queueWait / runTime, to come: a
-// `_bucket{...,le="..."}` line per bound, then `_sum` and `_count`) gets its
-// own WriteSamples function and the type `histogram`.
+// Adding a family is adding a row to kFamilies. The latency histograms
+// (queueWait, runTime) write several lines per pool: a cumulative
+// `_bucket{...,le="..."}` line per bound of kLatencyBounds, then `+Inf`,
+// `_sum` and `_count`, in seconds, from the fine histogram of PoolStats.
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -35,12 +36,13 @@
 namespace coexec {
 namespace {
 
-enum class FamilyType : std::uint8_t { counter, gauge };
+enum class FamilyType : std::uint8_t { counter, gauge, histogram };
 
 std::string_view typeName(FamilyType type) noexcept {
   switch (type) {
     case FamilyType::counter: return "counter";
     case FamilyType::gauge: return "gauge";
+    case FamilyType::histogram: return "histogram";
   }
   return "untyped";
 }
@@ -83,8 +85,31 @@ void state(std::string& out, std::string_view name, std::string_view labels, con
   }
 }
 
+/// The `le` bounds of the latency histograms, in seconds: from 1 us (a task
+/// that waited for nothing) to a minute, 1-2.5-5 a decade.
+constexpr double kLatencyBounds[] = {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3,
+                                     1e-2, 2.5e-2, 5e-2, 0.1,  0.25,   0.5,  1.0,  2.5,    5.0,  10.0, 30.0,   60.0};
+
+/// A histogram family from one of PoolStats' LatencySummary fields. A bucket
+/// counts the fine buckets that lie wholly at or below its bound (see
+/// LatencyHistogram::countAtOrBelow()).
+template <auto Field>
+void latency(std::string& out, std::string_view name, std::string_view labels, const PoolStats& stats) {
+  const LatencyHistogram& histogram = (stats.*Field).histogram;
+  for (const double bound : kLatencyBounds) {
+    const auto ns = std::chrono::nanoseconds(static_cast<std::int64_t>(bound * 1e9 + 0.5));
+    fmt::format_to(std::back_inserter(out), "{}_bucket{{{},le=\"{}\"}} {}\n", name, labels, bound,
+                   histogram.countAtOrBelow(ns));
+  }
+  fmt::format_to(std::back_inserter(out), "{}_bucket{{{},le=\"+Inf\"}} {}\n", name, labels, histogram.count());
+  fmt::format_to(std::back_inserter(out), "{}_sum{{{}}} {}\n", name, labels,
+                 std::chrono::duration<double>(histogram.sum()).count());
+  fmt::format_to(std::back_inserter(out), "{}_count{{{}}} {}\n", name, labels, histogram.count());
+}
+
 constexpr FamilyType kCounter = FamilyType::counter;
 constexpr FamilyType kGauge = FamilyType::gauge;
+constexpr FamilyType kHistogram = FamilyType::histogram;
 
 // The order of the page: lifecycle, threads, queue, task outcomes. The help
 // texts are PoolStats' field docs, shortened.
@@ -122,6 +147,10 @@ constexpr Family kFamilies[] = {
      &field<&PoolStats::waitedForRoomCount>},
     {"coexec_pool_temporary_thread_runs_total", kCounter, "Rejected tasks run on a temporary thread by newThreadRuns.",
      &field<&PoolStats::temporaryThreadRuns>},
+    {"coexec_pool_queue_wait_seconds", kHistogram, "Time from a task's admission (a timer task: its due time) to its "
+     "start on a pool thread (recordLatency).", &latency<&PoolStats::queueWait>},
+    {"coexec_pool_run_time_seconds", kHistogram, "Time from a task's start to its end (recordLatency; coroutine tasks "
+     "not included).", &latency<&PoolStats::runTime>},
 };
 
 // ---- escaping and validation ------------------------------------------------

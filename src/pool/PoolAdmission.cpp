@@ -47,11 +47,19 @@ thread_local RejectNote tlsRejectNote;
 
 void noteRejectReason(const TaskCore* task, const char* reason) noexcept { tlsRejectNote = {task, reason}; }
 
+/// The stats() a RejectedExecution carries: without the latency histograms,
+/// whose merge would make every rejection cost O(threads x buckets).
+PoolStats snapshotForRejection(PoolImpl& pool) {
+  std::lock_guard lock(pool.mutex_);
+  return pool.statsLocked(/*withLatency=*/false);
+}
+
 }  // namespace
 
 bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   task.core_->owner = this;
   if (state_ != PoolState::running) return false;
+  stampAdmission(*task.core_);
   // 1. Below core: a new thread, even if others are idle.
   if (workers_.size() < corePoolSize_ && addWorkerLocked(task, errors)) return true;
   // 2. The queue (for synchronous(): a hand-off to an idle thread).
@@ -103,6 +111,7 @@ bool PoolImpl::tryInject(PendingTask& task) {
     std::size_t pos = 0;
     if (inject_->tryClaim(pos)) {
       task.core_->owner = this;
+      stampAdmission(*task.core_);
       countersHere().tasks.fetch_add(1, std::memory_order_relaxed);  // before anyone can run it
       inject_->publish(pos, task.core_.detach());
       pushed = true;
@@ -173,6 +182,7 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
   // may be gone by the time the thread runs).
   const auto launch = std::make_shared<Launch>();
   try {
+    if (recordLatency_) worker->latency = std::make_unique<WorkerLatency>();
     Ref<TaskCore> firstCore = first.core_;
     std::thread thread = factory_(worker->name, [this, worker, firstCore, launch]() mutable {
       if (launch->awaitVerdict()) runWorker(worker, std::move(firstCore));
@@ -330,7 +340,7 @@ RejectedExecution ThreadPoolExecutor::rejection(const PendingTask& task) const {
   const char* reason = ours           ? note.reason
                        : isShutdown() ? "the pool is shut down and accepts no new tasks"
                                       : "the rejection policy refused the task";
-  return RejectedExecution(reason, stats());
+  return RejectedExecution(reason, detail::snapshotForRejection(*impl_));
 }
 
 bool ThreadPoolExecutor::evictOldest() {
@@ -349,8 +359,8 @@ bool ThreadPoolExecutor::evictOldest() {
       ++p.discarded_;
     }
   }
-  victim.core_->abandon(std::make_exception_ptr(
-      RejectedExecution("the task was evicted from the queue by the discardOldest policy", stats())));
+  victim.core_->abandon(std::make_exception_ptr(RejectedExecution(
+      "the task was evicted from the queue by the discardOldest policy", detail::snapshotForRejection(*impl_))));
   return true;
 }
 

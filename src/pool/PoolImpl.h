@@ -91,16 +91,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   using Worker = PoolWorker;
   using Launch = WorkerLaunch;
 
-  /// Counters::running for a task named `nameId` starting now: the coarse
-  /// clock's time in units of 1024 ns (a shift, no division) above the
-  /// name's index.
-  static constexpr unsigned kRunningNameBits = 13;
-  static constexpr unsigned kRunningTimeShift = 10;
-  static_assert(TaskOptions::kMaxTaskNames + 2 <= (1u << kRunningNameBits), "task name indexes fit the running word");
-  static std::uint64_t runningWord(std::uint32_t nameId) noexcept {
-    return (static_cast<std::uint64_t>(coarseNowNanos() >> kRunningTimeShift) << kRunningNameBits) | nameId;
-  }
-
   /// Failures of the thread factory, collected under the lock and reported to
   /// the uncaught handler after it is released.
   using FactoryErrors = std::vector<std::exception_ptr>;
@@ -112,8 +102,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // Requires: mutex_ held. Enters TERMINATED if the pool is done; may release
   // and re-acquire the lock to run the terminated hook.
   void tryTerminateLocked(std::unique_lock<std::mutex>& lock);
-  // Requires: mutex_ held.
-  PoolStats statsLocked() const;
+  // Requires: mutex_ held. withLatency false: a RejectedExecution's snapshot.
+  PoolStats statsLocked(bool withLatency = true) const;
+  PoolLatency latencyLocked() const;  // requires: mutex_ held (PoolLatency.cpp)
   // Requires: mutex_ held. dumpThreads() (ThreadDump.cpp).
   ThreadDump dumpLocked() const;
   // Requires: mutex_ held. Wakes the most recently idle worker; false if none.
@@ -404,6 +395,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   ManualClock* const manualClock_;  // clock_, if it is a ManualClock (keep-alive then waits on it)
   const bool runDelayedAfterShutdown_;
   const bool continuePeriodicAfterShutdown_;
+  const bool recordLatency_;        // ThreadPoolOptions::recordLatency
+  PoolLatency exitedLatency_;       // what exited workers recorded; guarded by mutex_
   // Guarded by mutex_:
   ScheduledItem* liveItems_ = nullptr;  // live timer items (see ScheduledItem), each holding a reference
   std::size_t liveCount_ = 0;
@@ -549,6 +542,13 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // A coroutine takes the reference `task` holds (it keeps it until it
   // ends); a callable's is left to the caller to drop, outside its locks.
   void runStarted(Worker& worker, Ref<TaskCore>& task);
+  // runStarted(), timed when the pool records latency; stampAdmission(): a
+  // task's admission time, written before it is published (PoolLatency.cpp).
+  void runRecorded(Worker& w, Ref<TaskCore>& task) { w.latency ? runTimed(w, task) : runStarted(w, task); }
+  void runTimed(Worker& worker, Ref<TaskCore>& task);
+  void stampAdmission(TaskCore& task) const noexcept {
+    if (recordLatency_) task.admittedAt = clock_.now().time_since_epoch().count();
+  }
   RunResult runTask(Worker& worker, TaskCore& task);
   void count(Outcome outcome) noexcept;
   [[nodiscard]] bool quiescentLocked() const noexcept;

@@ -92,7 +92,7 @@ void PoolImpl::runJoined(Worker& worker, TaskCore& task) noexcept {
     }
     if (stopped) task.requestTokenCancellation();  // outside the lock: callbacks are user code
   }
-  runStarted(worker, ref);
+  runRecorded(worker, ref);
   if (tracked) {
     Ref<TaskCore> joined;
     {

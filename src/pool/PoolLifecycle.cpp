@@ -46,6 +46,10 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
   outside_.completed.fetch_add(gone.completed.load(std::memory_order_relaxed), std::memory_order_relaxed);
   outside_.failed.fetch_add(gone.failed.load(std::memory_order_relaxed), std::memory_order_relaxed);
   outside_.cancelled.fetch_add(gone.cancelled.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  if (worker->latency != nullptr) {  // buckets reserved at construction: no allocation here
+    worker->latency->queueWait.addTo(exitedLatency_.queueWait);
+    worker->latency->runTime.addTo(exitedLatency_.runTime);
+  }
   exitedCoroutines_ += gone.coroutinesStarted.load(std::memory_order_relaxed) -
                        gone.coroutinesFinished.load(std::memory_order_relaxed);  // wrapping, as in inFlightLocked()
   exited_.push_back(std::move(worker->thread));

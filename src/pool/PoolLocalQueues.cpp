@@ -36,6 +36,7 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   }
   task.core_->owner = this;
   task.core_->joinable = task.core_->hasFuture();  // an awaiter on this pool may run it (PoolJoin.cpp)
+  stampAdmission(*task.core_);
   addOwn<std::uint64_t>(worker->counters.tasks, 1, std::memory_order_relaxed);  // before anyone can run it
   // The seq_cst push, then seq_cst loads of searching_ and idleCount_: pairs
   // with a parking worker that stores idleCount_ and then reads every local

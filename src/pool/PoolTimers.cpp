@@ -257,7 +257,8 @@ void PoolImpl::removeItemLocked(ScheduledItem& item, SmallList<ScheduledItem*, 2
 void PoolImpl::armLocked(ScheduledItem& item, Clock::time_point deadline, Clock::time_point now, TimerWork& work) {
   if (item.isPeriodic()) static_cast<PeriodicState&>(item).setNextRun(deadline);
   if (deadline <= now) {
-    fireLocked(item, work);  // due already: no timer
+    item.deadline = deadline;  // (its due time: the queue wait of a run counts from it)
+    fireLocked(item, work);    // due already: no timer
     return;
   }
   item.timer = timers_.schedule(deadline, &PoolImpl::onTimer, &item);
@@ -277,6 +278,7 @@ void PoolImpl::fireLocked(ScheduledItem& item, TimerWork& work) {
       work.drop.push_back(std::move(task));  // cancelled while its timer was firing: never admitted
     } else {
       countersHere().tasks.fetch_add(1, std::memory_order_relaxed);  // admitted now, once
+      if (recordLatency_) task->admittedAt = item.deadline.time_since_epoch().count();  // waits from its due time
       pushDueLocked(task.detach(), work.errors);
     }
     return;
@@ -301,6 +303,7 @@ void PoolImpl::fireLocked(ScheduledItem& item, TimerWork& work) {
         countersHere().tasks.fetch_add(1, std::memory_order_relaxed);  // the schedule counts once
       }
       state.setNextRun(Clock::time_point::min());
+      if (recordLatency_) run->admittedAt = item.deadline.time_since_epoch().count();  // waits from its due time
       pushDueLocked(run, work.errors);
     } catch (...) {
       endWith(std::current_exception());  // no memory for the run

@@ -49,7 +49,7 @@ class ScheduledItem {
   // Guarded by the pool's mutex_:
   TimerId timer;                  // valid while armed
   bool armed = false;
-  Clock::time_point deadline{};   // of the pending timer
+  Clock::time_point deadline{};   // of the pending timer (or of the run that fired last)
   ScheduledItem* prev = nullptr;  // the pool's list of live items
   ScheduledItem* next = nullptr;
 

@@ -126,7 +126,7 @@ void PoolImpl::execute(Worker& worker, Work work) {
     // its entry counts nowhere).
     if (!task->startedByJoin()) addOwn<std::uint64_t>(counters.cancelled, 1, std::memory_order_release);
   } else {
-    runStarted(worker, task);
+    runRecorded(worker, task);
   }
   if (tracked) {
     std::lock_guard local(worker.localMutex);

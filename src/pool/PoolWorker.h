@@ -10,13 +10,17 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "metrics/LatencyRecorder.h"
+#include "scheduler/CoarseClock.h"
 #include "scheduler/RingBuffer.h"
 #include "scheduler/TimerService.h"
 #include "scheduler/WorkStealingDeque.h"
+#include "coexec/TaskOptions.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
 
@@ -51,6 +55,16 @@ struct alignas(64) PoolCounters {
   std::atomic<std::uint64_t> coroutinesStarted{0};
   std::atomic<std::uint64_t> coroutinesFinished{0};
 };
+
+/// Counters::running for a task named `nameId` starting now: the coarse
+/// clock's time in units of 1024 ns (a shift, no division) above the name's
+/// index (ThreadDump.cpp reads it back).
+inline constexpr unsigned kRunningNameBits = 13;
+inline constexpr unsigned kRunningTimeShift = 10;
+static_assert(TaskOptions::kMaxTaskNames + 2 <= (1u << kRunningNameBits), "task name indexes fit the running word");
+inline std::uint64_t runningWord(std::uint32_t nameId) noexcept {
+  return (static_cast<std::uint64_t>(coarseNowNanos() >> kRunningTimeShift) << kRunningNameBits) | nameId;
+}
 
 /// One thread of the pool: its counters, its thread, its local queue and
 /// the work handed or posted to it. An element of PoolImpl::workers_
@@ -95,6 +109,9 @@ struct PoolWorker {
   // ManualClock only: the keep-alive alarm of this idle worker (see
   // onKeepAliveAlarm); guarded by mutex_.
   TimerId keepAliveAlarm;
+  // ThreadPoolOptions::recordLatency: this worker's histograms (null when
+  // off), recorded by this worker alone; read by stats() and latency().
+  std::unique_ptr<WorkerLatency> latency;
 };
 
 /// Whether the pool kept the thread the factory made for a worker: the

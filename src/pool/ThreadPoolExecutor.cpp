@@ -132,13 +132,20 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
       manualClock_(dynamic_cast<ManualClock*>(&clock_)),
       runDelayedAfterShutdown_(options.runDelayedTasksAfterShutdown),
       continuePeriodicAfterShutdown_(options.continuePeriodicTasksAfterShutdown),
+      recordLatency_(options.recordLatency),
       timers_(clock_) {
+  if (recordLatency_) reserveLatency(exitedLatency_);  // so that a worker's exit never allocates
   coreMirror_.store(corePoolSize_, std::memory_order_relaxed);
   timers_.setBatchFirer(&PoolImpl::fireBatch, this);
 }
 
-PoolStats PoolImpl::statsLocked() const {
+PoolStats PoolImpl::statsLocked(bool withLatency) const {
   PoolStats s;
+  if (withLatency && recordLatency_) {
+    PoolLatency latency = latencyLocked();
+    s.queueWait = LatencySummary::of(std::move(latency.queueWait));
+    s.runTime = LatencySummary::of(std::move(latency.runTime));
+  }
   // Outcomes before taskCount (acquire): every outcome counted was admitted
   // first, so the snapshot never shows more outcomes than tasks.
   const auto sum = [this](auto field, std::memory_order order) {

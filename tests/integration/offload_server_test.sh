@@ -114,7 +114,7 @@ expect "HEAD /healthz status" "$(status /healthz -I)" 200
 
 echo "metrics"
 page=$(curl -s --max-time 60 "$(url /metrics)")
-bad_lines=$(echo "$page" | grep -v '^#' | grep -Ev '^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? ([0-9]+(\.[0-9]+)?|\+Inf)$')
+bad_lines=$(echo "$page" | grep -v '^#' | grep -Ev '^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? ([0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?|\+Inf)$')
 expect "/metrics lines that are not 'name{labels} number'" "$bad_lines" ""
 for name in coexec_pool_size coexec_pool_active_threads coexec_pool_queue_size coexec_pool_queue_capacity \
   coexec_pool_tasks_total coexec_pool_completed_tasks_total coexec_pool_rejected_tasks_total \
@@ -124,11 +124,25 @@ for name in coexec_pool_size coexec_pool_active_threads coexec_pool_queue_size c
   grep -Eq "^$name\{pool=\"offload\"\} [0-9]+$" <<<"$page" || fail "/metrics has no numeric sample of $name"
 done
 expect "queue capacity" "$(echo "$page" | awk '$1 == "coexec_pool_queue_capacity{pool=\"offload\"}" {print $2}')" 1
+for name in coexec_pool_queue_wait_seconds coexec_pool_run_time_seconds; do
+  grep -q "^# TYPE $name histogram$" <<<"$page" || fail "/metrics has no histogram $name"
+  grep -Eq "^${name}_bucket\{pool=\"offload\",le=\"\+Inf\"\} [0-9]+$" <<<"$page" || fail "/metrics has no +Inf bucket of $name"
+done
+runs_before=$(metric 'coexec_pool_run_time_seconds_count{pool="offload"}')
 completed_before=$(metric 'coexec_pool_completed_tasks_total{pool="offload"}')
 ok_before=$(metric 'offload_http_responses_total{code="200"}')
 curl -s -o /dev/null --max-time 60 "$(url "/work?n=5000")"
 completed_after=$(metric 'coexec_pool_completed_tasks_total{pool="offload"}')
 ok_after=$(metric 'offload_http_responses_total{code="200"}')
+# The worker records the run time once the task has returned, which may be
+# after its response went out: wait (up to 5 s) for the sample.
+runs_after=$runs_before
+for _ in $(seq 50); do
+  runs_after=$(metric 'coexec_pool_run_time_seconds_count{pool="offload"}')
+  ((runs_after > runs_before)) && break
+  sleep 0.1
+done
+expect "run times recorded after one /work (the server records latency)" "$runs_after" "$((runs_before + 1))"
 expect "completed tasks after one /work" "$completed_after" "$((completed_before + 1))"
 # A response is counted once sent: each /metrics page shows the ones before
 # it. Since ok_before's page: its own response, /work and completed_after's.

@@ -8,12 +8,16 @@
 //   pool once terminated, phase="final"; an idle pool with an unbounded
 //   queue.
 // - EXPECTED_FILE: JSON, the same snapshots field by field under PoolStats'
-//   own names, with the full label set each pool's samples must carry.
+//   own names, with the full label set each pool's samples must carry, and
+//   each latency histogram's count, sum and non-empty fine buckets (their
+//   upper bounds), from which the script derives the `le` buckets itself.
 //
 // The ledger (core 1, max 2, a queue of one, abort()): A runs on the core
 // thread, B waits in the queue, C starts the second thread, two more tasks
 // are rejected; then A, B, C complete, two tasks fail, one is cancelled at
-// submission. Exit 0 once the files are written; 1 if a snapshot is not the
+// submission. The ledger pool records latency (ThreadPoolOptions::
+// recordLatency): busy, 2 queue waits (A, C) and no run time; final, 5 of
+// each (A, B, C and the two failures). Exit 0 once the files are written; 1 if a snapshot is not the
 // ledger's (the numbers below), with what differs on stderr.
 
 #include <chrono>
@@ -97,6 +101,18 @@ std::string jsonString(std::string_view text) {
   return out + "\"";
 }
 
+std::string json(const coexec::LatencySummary& summary) {
+  std::string buckets;
+  for (std::size_t i = 0; i < coexec::LatencyHistogram::kBucketCount; ++i) {
+    if (const std::uint64_t n = summary.histogram.countAt(i); n != 0) {
+      buckets += fmt::format("{}[{}, {}]", buckets.empty() ? "" : ", ",
+                             coexec::LatencyHistogram::bucketUpperBound(i).count(), n);
+    }
+  }
+  return fmt::format("{{\"count\": {}, \"sumNs\": {}, \"buckets\": [{}]}}", summary.count,
+                     summary.histogram.sum().count(), buckets);
+}
+
 std::string json(const coexec::LabelledStats& pool) {
   const coexec::PoolStats& s = pool.stats;
   std::string labels = fmt::format("{}: {}", jsonString("pool"), jsonString(s.name));
@@ -108,11 +124,11 @@ std::string json(const coexec::LabelledStats& pool) {
       "\"completedTaskCount\": {}, \"queueSize\": {}, \"localQueueSize\": {}, \"queueCapacity\": {}, "
       "\"rejectedCount\": {}, \"waitedForRoomCount\": {}, \"waitingProducers\": {}, \"failedCount\": {}, "
       "\"cancelledCount\": {}, \"discardedCount\": {}, \"drainedCount\": {}, \"scheduledCount\": {}, "
-      "\"temporaryThreadRuns\": {}}}}}",
+      "\"temporaryThreadRuns\": {}}}, \"latency\": {{\"queueWait\": {}, \"runTime\": {}}}}}",
       labels, jsonString(coexec::toString(s.state)), s.corePoolSize, s.maximumPoolSize, s.poolSize, s.activeCount,
       s.largestPoolSize, s.taskCount, s.completedTaskCount, s.queueSize, s.localQueueSize, s.queueCapacity,
       s.rejectedCount, s.waitedForRoomCount, s.waitingProducers, s.failedCount, s.cancelledCount, s.discardedCount,
-      s.drainedCount, s.scheduledCount, s.temporaryThreadRuns);
+      s.drainedCount, s.scheduledCount, s.temporaryThreadRuns, json(s.queueWait), json(s.runTime));
 }
 
 /// The ledger pool's two snapshots: busy, then terminated.
@@ -125,6 +141,7 @@ std::pair<coexec::PoolStats, coexec::PoolStats> runLedger() {
   options.maximumPoolSize = 2;
   options.workQueue = coexec::WorkQueue::bounded(1);
   options.rejectionPolicy = coexec::RejectionPolicy::abort();
+  options.recordLatency = true;
   coexec::ThreadPoolExecutor pool(std::move(options));
   OpenOnExit release{gate};
   const auto blocked = [&] {
@@ -190,6 +207,10 @@ int main(int argc, char** argv) {
   expect("final: rejectedCount", last.rejectedCount, 2);
   expect("final: largestPoolSize", last.largestPoolSize, 2);
   expect("final: poolSize", last.poolSize, 0);
+  expect("busy: queueWait.count", busy.queueWait.count, 2);
+  expect("busy: runTime.count", busy.runTime.count, 0);
+  expect("final: queueWait.count", last.queueWait.count, 5);
+  expect("final: runTime.count", last.runTime.count, 5);
 
   coexec::ThreadPoolExecutor idlePool({.name = "idle", .workQueue = coexec::WorkQueue::unbounded()});
   const coexec::PoolStats idle = idlePool.stats();

@@ -16,7 +16,11 @@ with prometheus_client.parser.text_string_to_metric_families:
   order, carrying the pool's labels (escaped values read back unchanged);
 - each value is the snapshot's field this script maps it to, independently
   of the C++ table (+Inf for an unbounded queue), and the ledger's
-  numbers are the known ones.
+  numbers are the known ones;
+- the two latency histograms: per pool, the documented `le` bounds in
+  order, then `+Inf`, `_sum` (seconds) and `_count`; each bucket the number
+  of samples whose fine bucket (from the JSON) lies wholly at or below its
+  bound, computed here; `+Inf` and `_count` the histogram's count.
 
 Exit 0 if all hold; 1 with every failure listed otherwise.
 """
@@ -55,6 +59,15 @@ FAMILIES = {
     "coexec_pool_temporary_thread_runs": ("counter", "temporaryThreadRuns"),
 }
 STATES = ["RUNNING", "SHUTDOWN", "STOP", "TERMINATED"]
+# Histogram families -> the PoolStats field (a LatencySummary) they show.
+HISTOGRAMS = {
+    "coexec_pool_queue_wait_seconds": "queueWait",
+    "coexec_pool_run_time_seconds": "runTime",
+}
+LE_BOUNDS = [1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3,
+             1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0]
+# (queueWait, runTime) counts of the ledger's pools (ExpositionDump.cpp).
+KNOWN_LATENCY = [(2, 0), (5, 5), (0, 0)]
 
 # The ledger ExpositionDump.cpp runs (its comment), pool by pool.
 KNOWN = [
@@ -71,7 +84,7 @@ LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
 LINE_FORMS = [
     re.compile(rf"# HELP {NAME} (?:[^\\\n]|\\[\\n])+"),
     re.compile(rf"# TYPE {NAME} (?:counter|gauge|histogram|summary|untyped)"),
-    re.compile(rf"{NAME}\{{{LABEL}(?:,{LABEL})*\}} (?:[0-9]+|\+Inf)"),
+    re.compile(rf"{NAME}\{{{LABEL}(?:,{LABEL})*\}} (?:[0-9]+(?:\.[0-9]+)?(?:e[-+][0-9]+)?|\+Inf)"),
 ]
 
 failures = []
@@ -80,6 +93,35 @@ failures = []
 def check(condition, message):
     if not condition:
         failures.append(message)
+
+
+def check_histogram(family, pools, field):
+    check(family.type == "histogram", f"{family.name}: type {family.type}, expected histogram")
+    per_pool = len(LE_BOUNDS) + 3  # the bounds, +Inf, _sum, _count
+    check(len(family.samples) == per_pool * len(pools),
+          f"{family.name}: {len(family.samples)} samples, expected {per_pool} a pool")
+    for index, pool in enumerate(pools):
+        samples = family.samples[index * per_pool:(index + 1) * per_pool]
+        if len(samples) != per_pool:
+            continue
+        latency = pool["latency"][field]
+        for sample, bound in zip(samples, LE_BOUNDS + [math.inf]):
+            check(sample.name == family.name + "_bucket", f"{family.name}: {sample.name}, expected a _bucket")
+            le = sample.labels.get("le")
+            check(le is not None and float(le) == bound, f"{family.name}: le {le}, expected {bound}")
+            check(dict((k, v) for k, v in sample.labels.items() if k != "le") == pool["labels"],
+                  f"{family.name}: labels {sample.labels}, expected {pool['labels']} and le")
+            if bound == math.inf:
+                want = latency["count"]
+            else:
+                want = sum(n for upper, n in latency["buckets"] if upper <= round(bound * 1e9))
+            check(sample.value == want, f"{family.name}{sample.labels}: {sample.value}, expected {want}")
+        total, count = samples[-2], samples[-1]
+        check(total.name == family.name + "_sum", f"{family.name}: {total.name}, expected _sum")
+        check(math.isclose(total.value, latency["sumNs"] / 1e9, rel_tol=1e-9, abs_tol=1e-12),
+              f"{family.name}_sum{total.labels}: {total.value}, expected {latency['sumNs'] / 1e9}")
+        check(count.name == family.name + "_count" and count.value == latency["count"],
+              f"{family.name}: {count.name} {count.value}, expected _count {latency['count']}")
 
 
 def main():
@@ -107,6 +149,9 @@ def main():
                   f"pool {pool['labels']}: {field} is {pool['stats'][field]}, the ledger says {value}")
         check(pool["state"] == state, f"pool {pool['labels']}: state {pool['state']}, expected {state}")
     check(pools[2]["stats"]["queueCapacity"] == unbounded, "the idle pool's queue is not unbounded")
+    for pool, (waits, runs) in zip(pools, KNOWN_LATENCY):
+        got = (pool["latency"]["queueWait"]["count"], pool["latency"]["runTime"]["count"])
+        check(got == (waits, runs), f"pool {pool['labels']}: latency counts {got}, the ledger says {(waits, runs)}")
     check(any("\n" in value and '"' in value and "\\" in value for value in pools[0]["labels"].values()),
           "no label value of the busy pool needs every escape")
     fields = {field for _, field in FAMILIES.values()}
@@ -117,8 +162,8 @@ def main():
     families = list(text_string_to_metric_families(text))
     names = [family.name for family in families]
     check(len(names) == len(set(names)), f"a family appears more than once (split up): {names}")
-    check(set(names) == set(FAMILIES) | {"coexec_pool_state"},
-          f"families {sorted(set(names))}, expected {sorted(set(FAMILIES) | {'coexec_pool_state'})}")
+    documented = set(FAMILIES) | set(HISTOGRAMS) | {"coexec_pool_state"}
+    check(set(names) == documented, f"families {sorted(set(names))}, expected {sorted(documented)}")
 
     for family in families:
         check(family.documentation.strip() != "", f"{family.name}: no help text")
@@ -135,6 +180,9 @@ def main():
                           f"coexec_pool_state sample {sample}: labels, expected {pool['labels']} and {state}")
                     check(sample.value == (1.0 if state == pool["state"] else 0.0),
                           f"coexec_pool_state sample {sample}: value, the pool is {pool['state']}")
+            continue
+        if family.name in HISTOGRAMS:
+            check_histogram(family, pools, HISTOGRAMS[family.name])
             continue
         if family.name not in FAMILIES:
             continue

@@ -446,6 +446,12 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// changed only by the task's own code (TaskLocal::Scope). See
   /// detail/Bindings.h.
   BindingNode* bindings = nullptr;
+  /// For a pool that records latency (ThreadPoolOptions::recordLatency): when
+  /// the task was admitted (a timer task: its due time), on the pool's clock,
+  /// in its ticks since the clock's epoch; kNotStamped otherwise. Written
+  /// before the task is published to the thread that runs it.
+  static constexpr std::int64_t kNotStamped = INT64_MIN;
+  std::int64_t admittedAt = kNotStamped;
 };
 
 /// Storage for a task's value: an object, a reference, or nothing.

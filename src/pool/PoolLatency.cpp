@@ -1,0 +1,59 @@
+// ThreadPoolOptions::recordLatency: the timed run of a task and the merge of
+// the workers' histograms.
+//
+// Invariants:
+// - A worker's recorders (Worker::latency) have one writer, the worker, for
+//   the tasks it runs (runTimed(): dequeued ones from execute(), joined ones
+//   from runJoined()); stats() and latency() read them under mutex_.
+// - A worker that exits adds its recorders to exitedLatency_ under mutex_
+//   (workerExitedLocked), whose buckets exist from the pool's construction:
+//   no snapshot counts a sample twice or misses it, and the exit never
+//   allocates.
+// - The admission stamp (TaskCore::admittedAt, stampAdmission()) is written
+//   before the task is published, by whoever admits it: submit's three
+//   paths (tryPushLocal, tryInject, tryAdmitLocked) and a timer's firing
+//   (its due time).
+
+#include "coexec/ThreadPoolExecutor.h"
+
+#include "pool/PoolImpl.h"
+
+namespace coexec::detail {
+
+void PoolImpl::runTimed(Worker& worker, Ref<TaskCore>& task) {
+  WorkerLatency& latency = *worker.latency;
+  const Clock::time_point start = clock_.now();
+  if (task->admittedAt != TaskCore::kNotStamped) {
+    latency.queueWait.record(start - Clock::time_point(Clock::duration(task->admittedAt)));
+  }
+  if (task->isCoroutine()) {  // its run time would be its segments' sum: not recorded (see recordLatency)
+    runStarted(worker, task);
+    return;
+  }
+  runStarted(worker, task);
+  latency.runTime.record(clock_.now() - start);
+}
+
+PoolLatency PoolImpl::latencyLocked() const {
+  PoolLatency merged;
+  if (!recordLatency_) return merged;
+  merged.queueWait.merge(exitedLatency_.queueWait);
+  merged.runTime.merge(exitedLatency_.runTime);
+  for (const Worker& worker : workers_) {
+    if (worker.latency == nullptr) continue;  // (every worker has them when recording is on)
+    worker.latency->queueWait.addTo(merged.queueWait);
+    worker.latency->runTime.addTo(merged.runTime);
+  }
+  return merged;
+}
+
+}  // namespace coexec::detail
+
+namespace coexec {
+
+PoolLatency ThreadPoolExecutor::latency() const {
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->latencyLocked();
+}
+
+}  // namespace coexec
