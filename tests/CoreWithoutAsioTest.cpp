@@ -1,4 +1,5 @@
-// The core headers do not bring in Asio: only <coexec/asio.h> does. The
+// The core headers do not bring in Asio, standalone or Boost's: only
+// <coexec/asio.h> and <coexec/boost_asio.h> do. The
 // umbrella header includes every public header (and through them the
 // detail headers they use); had any of them included Asio, its version
 // macro would be defined here.
@@ -7,11 +8,14 @@
 #if defined(ASIO_VERSION) || defined(ASIO_HPP)
 #error "coexec/coexec.h includes Asio: only coexec/asio.h may"
 #endif
+#if defined(BOOST_ASIO_VERSION) || defined(BOOST_ASIO_HPP)
+#error "coexec/coexec.h includes Boost.Asio: only coexec/boost_asio.h may"
+#endif
 
 #include <catch2/catch.hpp>
 
 namespace {
-#if defined(ASIO_VERSION)
+#if defined(ASIO_VERSION) || defined(BOOST_ASIO_VERSION)
 constexpr bool kAsioIncluded = true;
 #else
 constexpr bool kAsioIncluded = false;
