@@ -11,7 +11,8 @@
 //                   (coexec::writePrometheus), then the server's responses
 //   GET /healthz    200 "ok"
 //   with --gate:    GET /hold runs a job that holds its pool thread until
-//                   GET /release; what the test uses to fill the pool
+//                   GET /release, and /metrics adds beast_server_held_jobs;
+//                   what the test uses to fill the pool
 //   anything else:  404; not GET: 405; a malformed request or a bad N: 400
 //
 // Usage: beast_server [--port P] [--threads T] [--queue Q] [--gate]
@@ -83,7 +84,14 @@ class Gate {
  public:
   void wait() {
     std::unique_lock lock(mutex_);
+    ++held_;
     opened_.wait(lock, [this] { return open_; });
+    --held_;
+  }
+  /// The jobs waiting now: running on the pool, held.
+  [[nodiscard]] int held() {
+    std::lock_guard lock(mutex_);
+    return held_;
   }
   void open() {
     {
@@ -97,6 +105,7 @@ class Gate {
   std::mutex mutex_;
   std::condition_variable opened_;
   bool open_ = false;  // guarded by mutex_
+  int held_ = 0;       // guarded by mutex_
 };
 
 /// The server: one io_context thread runs the acceptor and every
@@ -211,7 +220,7 @@ class Server {
     co_return text(http::status::ok, version, std::move(body));
   }
 
-  [[nodiscard]] Response metrics(unsigned version) const {
+  [[nodiscard]] Response metrics(unsigned version) {
     std::string body;
     coexec::writePrometheus(body, pool_.stats());
     body += "# HELP beast_server_responses_total Responses sent, by status class.\n";
@@ -220,6 +229,11 @@ class Server {
     body += fmt::format("beast_server_responses_total{{code=\"400\"}} {}\n", badRequests_);
     body += fmt::format("beast_server_responses_total{{code=\"503\"}} {}\n", rejected_);
     body += fmt::format("beast_server_responses_total{{code=\"other\"}} {}\n", otherErrors_);
+    if (settings_.gate) {
+      body += "# HELP beast_server_held_jobs /hold jobs running on the pool, waiting for /release.\n";
+      body += "# TYPE beast_server_held_jobs gauge\n";
+      body += fmt::format("beast_server_held_jobs {}\n", gate_.held());
+    }
     Response response = text(http::status::ok, version, std::move(body));
     response.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
     return response;

@@ -5,7 +5,7 @@
 #   beast_server_test.sh path/to/beast_server
 # Starts `beast_server --port 0 --threads 1 --queue 1 --gate` and checks: 200
 # with the right count, 503 + Retry-After while the pool is full (made full
-# by /hold jobs that wait for /release, the state read from /metrics: no
+# by /hold jobs that wait for /release, each step awaited on /metrics: no
 # timing involved), the held requests answered after /release, 400 for a bad
 # n and for a malformed request, 404, the /metrics page, and a clean exit on
 # SIGTERM. Prints each failed check; exits 1 if any failed.
@@ -88,21 +88,30 @@ expect "not GET" "$(status /healthz -X DELETE)" 405
 
 echo "a full pool: 503 with Retry-After"
 # The pool has one thread and a queue of one: a first /hold runs and waits
-# for /release, a second one waits in the queue; then the pool is full.
-curl -s --max-time 120 -o "$WORK/hold1" -w '%{http_code}' "$(url /hold)" >"$WORK/hold1.status" &
+# for /release, then a second one waits in the queue; then the pool is full.
+# (The second is sent once the first runs: sent at once, it could find the
+# first still in the queue, before the worker took it, and be refused.)
+# metric_becomes NAME VALUE: waits until /metrics shows NAME = VALUE (a
+# condition, however slow the machine: up to 120 s); prints yes, or no and
+# what it saw last.
+metric_becomes() {
+  local value deadline=$((SECONDS + 120))
+  while ((SECONDS < deadline)); do
+    value=$(metric "$1")
+    if [[ "$value" == "$2" ]]; then
+      echo yes
+      return
+    fi
+    sleep 0.05
+  done
+  echo "no: $1 was $value"
+}
+curl -s --max-time 240 -o "$WORK/hold1" -w '%{http_code}' "$(url /hold)" >"$WORK/hold1.status" &
 hold1=$!
-curl -s --max-time 120 -o "$WORK/hold2" -w '%{http_code}' "$(url /hold)" >"$WORK/hold2.status" &
+expect "first /hold running per /metrics" "$(metric_becomes beast_server_held_jobs 1)" yes
+curl -s --max-time 240 -o "$WORK/hold2" -w '%{http_code}' "$(url /hold)" >"$WORK/hold2.status" &
 hold2=$!
-full=no
-for _ in $(seq 600); do
-  if [[ "$(metric 'coexec_pool_active_threads{pool="beast"}')" == 1 &&
-    "$(metric 'coexec_pool_queue_size{pool="beast"}')" == 1 ]]; then
-    full=yes
-    break
-  fi
-  sleep 0.05
-done
-expect "pool full (one running, one queued) per /metrics" "$full" yes
+expect "second /hold queued per /metrics" "$(metric_becomes 'coexec_pool_queue_size{pool="beast"}' 1)" yes
 headers=$(curl -s -D - -o "$WORK/busy" --max-time 60 "$(url '/work?n=100')" | tr -d '\r')
 expect "/work on a full pool: status" "$(head -1 <<<"$headers" | cut -d' ' -f2)" 503
 expect "/work on a full pool: Retry-After" "$(sed -n 's/^[Rr]etry-[Aa]fter: //p' <<<"$headers")" 1
