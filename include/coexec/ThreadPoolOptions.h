@@ -165,10 +165,10 @@ struct ThreadPoolOptions {
   ///
   /// Each worker records into its own histograms (20 KiB a thread) with
   /// plain stores, no lock and no read-modify-write; stats() merges them.
-  /// The cost is two or three clock reads per task (about 20 ns each for
-  /// the steady clock): default false, because on the submit-heavy
-  /// workloads of `make bench` (W1, W2) that is more than the 5 % a default
-  /// may cost (docs/production.md gives the measured figures).
+  /// The cost is three clock reads per task (20 to 40 ns each for the
+  /// steady clock): default false, because on the trivial tasks of `make
+  /// bench` that is far more than the 5 % a default may cost (W11, recording
+  /// on against off: W1.1 0.75x, W1.2 0.53x, W2 0.95x; docs/production.md).
   bool recordLatency = false;
 };
 
