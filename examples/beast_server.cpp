@@ -113,7 +113,10 @@ class Gate {
 class Server {
  public:
   Server(asio::io_context& io, coexec::ThreadPoolExecutor& pool, const Settings& settings)
-      : io_(io), pool_(pool), settings_(settings), acceptor_(io, {asio::ip::make_address("127.0.0.1"), settings.port}) {}
+      : io_(io),
+        pool_(pool),
+        settings_(settings),
+        acceptor_(io, {asio::ip::make_address("127.0.0.1"), settings.port}) {}
 
   [[nodiscard]] unsigned short port() const { return acceptor_.local_endpoint().port(); }
 
@@ -123,7 +126,9 @@ class Server {
   void stop() {
     stopping_ = true;
     acceptor_.close();
-    for (beast::tcp_stream* stream : reading_) stream->cancel();
+    for (beast::tcp_stream* stream : reading_) {
+      stream->cancel();
+    }
     gate_.open();  // held jobs finish, so that the pool can drain
   }
 
