@@ -258,7 +258,7 @@ TEST_CASE("Samples of threads that exited stay in the pool's histograms", "[late
   options.corePoolSize = 0;
   options.maximumPoolSize = 2;
   options.keepAliveTime = 1s;
-  options.workQueue = WorkQueue::synchronous();
+  options.workQueue = WorkQueue::unbounded();  // (synchronous(): a thread still finishing its last task would refuse the next)
   ThreadPoolExecutor pool(options);
   constexpr int kTasks = 20;
   for (int i = 0; i < kTasks; ++i)
