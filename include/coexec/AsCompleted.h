@@ -18,6 +18,7 @@
 #include "coexec/detail/ParkedCoroutine.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/SlotArray.h"
+#include "coexec/detail/RunSegments.h"
 
 namespace coexec {
 
@@ -281,11 +282,13 @@ class NextAwaiter {
     TaskContext* const context = taskContextOf(awaiting);
     task_ = taskOf(context);
     suspendCalled_ = true;
-    return suspend(awaiting, context);
+    return suspendingSegment(task_, [&] { return suspend(awaiting, context); });
   }
   std::optional<Future<R>> await_resume() {
-    // The coroutine goes on: its task's code again (see currentTask()).
+    // The coroutine goes on: its task's code again (see currentTask()), in a
+    // new run segment.
     if (suspendCalled_) setCurrentTask(task_);
+    segmentGoesOn(task_);
     registration_.reset();
     if (cancelled_) throw OperationCancelled();
     return queue_->take();

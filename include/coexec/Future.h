@@ -10,6 +10,7 @@
 #include "coexec/Task.h"
 #include "coexec/detail/Diagnostics.h"
 #include "coexec/detail/Ref.h"
+#include "coexec/detail/RunSegments.h"
 #include "coexec/detail/Scheduler.h"
 #include "coexec/detail/TaskCore.h"
 #include "coexec/detail/Time.h"
@@ -180,6 +181,24 @@ class FutureAwaiter {
   /// settled with: OperationCancelled, unless it had finished first).
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> awaiting) {
+    TaskContext* const context = taskContextOf(awaiting);
+    context_ = reinterpret_cast<std::uintptr_t>(context);
+    return suspendingSegment(taskOf(context), [&] { return suspend(awaiting, context); });
+  }
+  R await_resume() {
+    auto* const context = reinterpret_cast<TaskContext*>(context_ & ~kSuspended);
+    // The coroutine goes on: its task's code again (none, for a coroutine
+    // that runs for no task), in a new run segment.
+    TaskCore* const task = taskOf(context);
+    if ((context_ & kSuspended) != 0) setCurrentTask(task);
+    segmentGoesOn(task);
+    if (context != nullptr && context->awaitLink() != nullptr) releaseAwaitLink(*context);
+    return core_->takeResult();
+  }
+
+ private:
+  template <class Promise>
+  bool suspend(std::coroutine_handle<Promise> awaiting, TaskContext* context) {
     // Fork/join: a task still queued on this pool is run here rather than
     // waited for (the awaiting coroutine is suspended meanwhile, and goes on
     // at once if that finished it).
@@ -187,7 +206,6 @@ class FutureAwaiter {
       joinInline(*core_);
       if (core_->isDone()) return false;
     }
-    TaskContext* const context = taskContextOf(awaiting);
     // A child of the awaiting task needs no link: cancelling the task
     // cancels it (fork/join awaits its own children: the common case costs
     // one load).
@@ -206,16 +224,7 @@ class FutureAwaiter {
     if (retained) scheduler->release();  // already done: resume at once, here
     return false;
   }
-  R await_resume() {
-    auto* const context = reinterpret_cast<TaskContext*>(context_ & ~kSuspended);
-    // The coroutine goes on: its task's code again (none, for a coroutine
-    // that runs for no task).
-    if ((context_ & kSuspended) != 0) setCurrentTask(taskOf(context));
-    if (context != nullptr && context->awaitLink() != nullptr) releaseAwaitLink(*context);
-    return core_->takeResult();
-  }
 
- private:
   // Flags in the low bits of the pointers (both types are aligned to 8), so
   // that the awaiter, which every frame that awaits a Future holds, stays
   // four words.

@@ -7,6 +7,7 @@
 #include "coexec/Task.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
+#include "coexec/detail/RunSegments.h"
 
 namespace coexec {
 
@@ -55,8 +56,9 @@ class COEXEC_EXPORT ResumeOnAwaiter {
   bool await_ready() const noexcept { return false; }
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> awaiting) {
-    task_ = reinterpret_cast<std::uintptr_t>(taskOf(taskContextOf(awaiting)));
-    return suspend(awaiting);
+    TaskCore* const task = taskOf(taskContextOf(awaiting));
+    task_ = reinterpret_cast<std::uintptr_t>(task);
+    return suspendingSegment(task, [&] { return suspend(awaiting); });
   }
   /// Makes the coroutine's task the thread's current task again (if it
   /// suspended); rethrows a refused hop's error.

@@ -11,6 +11,7 @@
 #include "coexec/Task.h"
 #include "coexec/detail/Scheduler.h"
 #include "coexec/detail/Time.h"
+#include "coexec/detail/RunSegments.h"
 
 namespace coexec {
 
@@ -92,7 +93,9 @@ class COEXEC_EXPORT SleepAwaiter {
   /// coroutine's token is cancelled.
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> awaiting) {
-    return suspend(awaiting, taskContextOf(awaiting));
+    TaskContext* const context = taskContextOf(awaiting);
+    task_ = taskOf(context);
+    return suspendingSegment(task_, [&] { return suspend(awaiting, context); });
   }
   /// Makes the coroutine's task the thread's current task again (if it
   /// suspended). \throws OperationCancelled if the sleep ended by
@@ -134,7 +137,7 @@ class COEXEC_EXPORT SleepAwaiter {
   std::uint32_t timerSlot_ = 0;  // the timer's TimerId
   std::uint32_t timerGeneration_ = 0;
   Scheduler* scheduler_ = nullptr;  // where to resume
-  TaskCore* task_ = nullptr;        // the coroutine's task (see currentTask())
+  TaskCore* task_ = nullptr;        // the coroutine's task (see currentTask()); set before suspend()
   bool retained_ = false;           // scheduler_->retain() succeeded
   bool suspended_ = false;          // await_suspend returned true
   std::coroutine_handle<> awaiting_;

@@ -21,6 +21,7 @@
 #include "coexec/detail/Diagnostics.h"
 #include "coexec/detail/ParkedCoroutine.h"
 #include "coexec/detail/TaskPromise.h"
+#include "coexec/detail/RunSegments.h"
 
 namespace coexec {
 
@@ -166,17 +167,21 @@ class [[nodiscard]] SubmitWhenRoomAwaitable final : public RoomWaiter {
     [[nodiscard]] bool await_ready() const noexcept { return false; }
     template <class Promise>
     bool await_suspend(std::coroutine_handle<Promise> awaiting) {
-      return self_->suspend(awaiting, taskContextOf(awaiting));
+      TaskContext* const context = taskContextOf(awaiting);
+      task_ = taskOf(context);
+      return suspendingSegment(task_, [&] { return self_->suspend(awaiting, context); });
     }
     /// The task's Future. \throws OperationCancelled, TimeoutError or
     /// RejectedExecution when the wait ended without admission.
     Future<R> await_resume() {
+      segmentGoesOn(task_);  // in a new run segment (detail/RunSegments.h)
       self_->resumed();
       return std::move(self_->future_);
     }
 
    private:
     SubmitWhenRoomAwaitable* self_;
+    detail::TaskCore* task_ = nullptr;  // the producer's task, once await_suspend ran
   };
 
   /// Awaiting a named one is allowed everywhere.

@@ -20,6 +20,7 @@
 #include "coexec/detail/ParkedCoroutine.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
+#include "coexec/detail/RunSegments.h"
 
 namespace coexec {
 
@@ -272,11 +273,13 @@ class COEXEC_EXPORT JoinAwaiter {
     TaskContext* const context = taskContextOf(awaiting);
     task_ = taskOf(context);
     suspendCalled_ = true;
-    return suspend(awaiting, context);
+    return suspendingSegment(task_, [&] { return suspend(awaiting, context); });
   }
   void await_resume() {
-    // The coroutine goes on: its task's code again (see currentTask()).
+    // The coroutine goes on: its task's code again (see currentTask()), in a
+    // new run segment.
     if (suspendCalled_) setCurrentTask(task_);
+    segmentGoesOn(task_);
     registration_.reset();
     group_->joined(*this);
   }

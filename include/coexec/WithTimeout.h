@@ -19,6 +19,7 @@
 #include "coexec/detail/Diagnostics.h"
 #include "coexec/detail/OwningCallableFuture.h"
 #include "coexec/detail/Ref.h"
+#include "coexec/detail/RunSegments.h"
 #include "coexec/detail/Scheduler.h"
 #include "coexec/detail/TaskCore.h"
 #include "coexec/detail/Time.h"
@@ -215,12 +216,18 @@ class TimeoutAwaiter {
   [[nodiscard]] bool await_ready() const noexcept { return false; }
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> awaiting) {
-    return self_->suspend(awaiting, taskContextOf(awaiting));
+    TaskContext* const context = taskContextOf(awaiting);
+    task_ = taskOf(context);
+    return suspendingSegment(task_, [&] { return self_->suspend(awaiting, context); });
   }
-  decltype(auto) await_resume() { return self_->resume(); }
+  decltype(auto) await_resume() {
+    segmentGoesOn(task_);  // in a new run segment (RunSegments.h)
+    return self_->resume();
+  }
 
  private:
   Self* self_;
+  TaskCore* task_ = nullptr;  // the awaiting coroutine's task, once await_suspend ran
 };
 
 /// The result of withTimeout(task, d): awaitable once.

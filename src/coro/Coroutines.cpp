@@ -96,6 +96,16 @@ constinit thread_local TaskCore* tlsCurrentTask = nullptr;
 
 namespace {
 
+// The thread's claim (RunSegments.h): 0, kInResumption, or a TaskCore's
+// address (aligned to 8), with kSegmentClosed once its segment closed here.
+constexpr std::uintptr_t kInResumption = 2;
+constexpr std::uintptr_t kSegmentClosed = 1;
+constinit thread_local std::uintptr_t tlsRunSegment = 0;
+
+}  // namespace
+
+namespace {
+
 /// Stack kept free under the deepest nesting stackIsLow() allows, whatever
 /// the thread's stack size (at least a quarter of it).
 constexpr std::size_t kStackReserve = 64 * 1024;
@@ -166,11 +176,37 @@ void resume(std::coroutine_handle<> handle) noexcept {
   Trampoline*& current = currentTrampoline();
   Trampoline* const outer = std::exchange(current, &trampoline);
   TaskCore* const task = tlsCurrentTask;  // the resumed coroutines set their own; ours comes back after
+  // Ditto for the run-segment claim (RunSegments.h); one that names a task
+  // stays: a pool thread starting a coroutine task has claimed its first
+  // segment, which the coroutine runs in here.
+  const std::uintptr_t claim = tlsRunSegment;
+  if (claim == 0) tlsRunSegment = kInResumption;
   while (trampoline.next)
     std::exchange(trampoline.next, {}).resume();
   current = outer;
   tlsCurrentTask = task;
+  tlsRunSegment = claim;
 }
+
+void endRunSegment(TaskCore& task) noexcept {
+  const auto self = reinterpret_cast<std::uintptr_t>(&task);
+  if (tlsRunSegment != self) return;  // not timed here (resumed by a foreign awaitable)
+  task.runTiming.close();
+  tlsRunSegment = self | kSegmentClosed;
+}
+
+void continueRunSegment(TaskCore& task) noexcept {
+  const auto self = reinterpret_cast<std::uintptr_t>(&task);
+  if (tlsRunSegment == self || tlsRunSegment == 0) return;  // open already; or outside every resumption
+  task.runTiming.segmentStart = task.runTiming.clock->now().time_since_epoch().count();
+  tlsRunSegment = self;
+}
+
+std::uintptr_t claimRunSegment(TaskCore& task) noexcept {
+  return std::exchange(tlsRunSegment, reinterpret_cast<std::uintptr_t>(&task));
+}
+
+void restoreRunSegmentClaim(std::uintptr_t claim) noexcept { tlsRunSegment = claim; }
 
 void throwUnstartableTask(std::string_view scope, std::string_view operation, bool empty) {
   if (empty) {
@@ -321,7 +357,9 @@ bool ResumeOnAwaiter::suspend(std::coroutine_handle<> awaiting) {
 
 void ResumeOnAwaiter::await_resume() {
   // The coroutine goes on: its task's code again.
-  if ((task_ & kSuspended) != 0) setCurrentTask(reinterpret_cast<TaskCore*>(task_ & ~kSuspended));
+  auto* const task = reinterpret_cast<TaskCore*>(task_ & ~kSuspended);
+  if ((task_ & kSuspended) != 0) setCurrentTask(task);
+  segmentGoesOn(task);  // in a new run segment (RunSegments.h)
   if (!hop_) return;
   auto* hop = static_cast<HopTask*>(hop_.get());
   if (hop->error) std::rethrow_exception(hop->error);

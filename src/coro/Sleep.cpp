@@ -105,7 +105,6 @@ bool SleepAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
   }
   timerSlot_ = timer.slot;
   timerGeneration_ = timer.generation;
-  task_ = taskOf(context);
   suspended_ = true;  // undone below on the paths that do not suspend
   // A foreign timer's handle, held for this call: the awaiter's own hold
   // may go with the coroutine as soon as kSuspended is set.
@@ -177,6 +176,7 @@ void SleepAwaiter::cancel() noexcept {
 
 void SleepAwaiter::await_resume() const {
   if (suspended_) setCurrentTask(task_);  // the coroutine goes on: its task's code again
+  segmentGoesOn(task_);                   // in a new run segment (RunSegments.h)
   if (cancelled_) throw OperationCancelled();
 }
 

@@ -188,6 +188,7 @@ bool LaneHopAwaiter::suspend(std::coroutine_handle<> awaiting) {
 
 void LaneHopAwaiter::await_resume() {
   if (suspended_) setCurrentTask(task_);  // the coroutine goes on: its task's code again
+  segmentGoesOn(task_);                   // in a new run segment (RunSegments.h)
   if (!hop_) return;
   auto* hop = static_cast<LaneHop*>(hop_.get());
   if (hop->error) std::rethrow_exception(hop->error);

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "coexec/LatencyHistogram.h"
 
@@ -49,6 +50,18 @@ class LatencyRecorder {
 struct WorkerLatency {
   LatencyRecorder queueWait;
   LatencyRecorder runTime;
+};
+
+/// Run times that end on threads that are not the pool's (a coroutine task
+/// finishing on another pool's thread, an io_context's): any thread records
+/// under `mutex`. `runTime` exists only in a pool that records latency.
+struct OutsideLatency {
+  std::mutex mutex;
+  std::unique_ptr<LatencyRecorder> runTime;
+  void record(std::chrono::nanoseconds value) noexcept {
+    std::lock_guard lock(mutex);
+    runTime->record(value);
+  }
 };
 
 /// LatencyHistogram's friend: fills a histogram from a recorder.

@@ -136,6 +136,7 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
   // Built only for a hook or a report: a coroutine that succeeds on a pool
   // without hooks reads none of it.
   if (hooks_.afterExecute || result.outcome == Outcome::failed) coroutineFinishedSlow(task, result);
+  if (task.runTiming.clock != nullptr) recordCoroutineRun(task);  // timed by runTimed(): recordLatency
   count(result.outcome);
   if (task.hasToken()) {
     std::lock_guard inFlightLock(inFlightMutex_);

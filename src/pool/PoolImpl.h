@@ -397,6 +397,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   const bool continuePeriodicAfterShutdown_;
   const bool recordLatency_;        // ThreadPoolOptions::recordLatency
   PoolLatency exitedLatency_;       // what exited workers recorded; guarded by mutex_
+  OutsideLatency outsideLatency_;   // coroutine tasks' run times recorded on other threads
   // Guarded by mutex_:
   ScheduledItem* liveItems_ = nullptr;  // live timer items (see ScheduledItem), each holding a reference
   std::size_t liveCount_ = 0;
@@ -542,10 +543,12 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // A coroutine takes the reference `task` holds (it keeps it until it
   // ends); a callable's is left to the caller to drop, outside its locks.
   void runStarted(Worker& worker, Ref<TaskCore>& task);
-  // runStarted(), timed when the pool records latency; stampAdmission(): a
-  // task's admission time, written before it is published (PoolLatency.cpp).
+  // runStarted(), timed when the pool records latency; recordCoroutineRun():
+  // at a timed coroutine task's end; stampAdmission(): a task's admission
+  // time, written before it is published (PoolLatency.cpp).
   void runRecorded(Worker& w, Ref<TaskCore>& task) { w.latency ? runTimed(w, task) : runStarted(w, task); }
   void runTimed(Worker& worker, Ref<TaskCore>& task);
+  void recordCoroutineRun(const TaskCore& task) noexcept;
   void stampAdmission(TaskCore& task) const noexcept {
     if (recordLatency_) task.admittedAt = clock_.now().time_since_epoch().count();
   }

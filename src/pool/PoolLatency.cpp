@@ -16,6 +16,7 @@
 
 #include "coexec/ThreadPoolExecutor.h"
 
+#include "coexec/detail/RunSegments.h"
 #include "pool/PoolImpl.h"
 
 namespace coexec::detail {
@@ -26,12 +27,33 @@ void PoolImpl::runTimed(Worker& worker, Ref<TaskCore>& task) {
   if (task->admittedAt != TaskCore::kNotStamped) {
     latency.queueWait.record(start - Clock::time_point(Clock::duration(task->admittedAt)));
   }
-  if (task->isCoroutine()) {  // its run time would be its segments' sum: not recorded (see recordLatency)
+  TaskCore::RunTiming& timing = task->runTiming;
+  timing.clock = &clock_;
+  timing.segmentStart = start.time_since_epoch().count();
+  timing.total = 0;
+  if (task->isCoroutine()) {
+    // Its first segment opens now, on this thread; its run time is recorded
+    // when it finishes (recordCoroutineRun()), wherever that is.
+    const std::uintptr_t outer = claimRunSegment(*task);
     runStarted(worker, task);
+    restoreRunSegmentClaim(outer);
     return;
   }
   runStarted(worker, task);
-  latency.runTime.record(clock_.now() - start);
+  // TaskCore::run() closed the segment when the body returned, before the
+  // settlement (which may resume an awaiting coroutine here); a
+  // beforeExecute hook that threw ran no body: its own time counts.
+  latency.runTime.record(timing.segmentStart == TaskCore::RunTiming::kClosed ? Clock::duration(timing.total)
+                                                                               : clock_.now() - start);
+}
+
+void PoolImpl::recordCoroutineRun(const TaskCore& task) noexcept {
+  const Clock::duration ran(task.runTiming.total);
+  if (Worker* const worker = tlsWorker; worker != nullptr && tlsPool == this) {
+    worker->latency->runTime.record(ran);  // this worker's own recorder
+    return;
+  }
+  outsideLatency_.record(ran);  // finished on another thread: the shared recorder
 }
 
 PoolLatency PoolImpl::latencyLocked() const {
@@ -39,6 +61,7 @@ PoolLatency PoolImpl::latencyLocked() const {
   if (!recordLatency_) return merged;
   merged.queueWait.merge(exitedLatency_.queueWait);
   merged.runTime.merge(exitedLatency_.runTime);
+  outsideLatency_.runTime->addTo(merged.runTime);
   for (const Worker& worker : workers_) {
     if (worker.latency == nullptr) continue;  // (every worker has them when recording is on)
     worker.latency->queueWait.addTo(merged.queueWait);

@@ -86,6 +86,7 @@ bool TerminationWait::suspend(std::coroutine_handle<> awaiting) {
 
 bool TerminationWait::resumed() const noexcept {
   if (suspended_) setCurrentTask(task_);
+  segmentGoesOn(task_);  // in a new run segment (RunSegments.h)
   return terminated_;
 }
 

@@ -134,7 +134,10 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
       continuePeriodicAfterShutdown_(options.continuePeriodicTasksAfterShutdown),
       recordLatency_(options.recordLatency),
       timers_(clock_) {
-  if (recordLatency_) reserveLatency(exitedLatency_);  // so that a worker's exit never allocates
+  if (recordLatency_) {
+    reserveLatency(exitedLatency_);  // so that a worker's exit never allocates
+    outsideLatency_.runTime = std::make_unique<LatencyRecorder>();
+  }
   coreMirror_.store(corePoolSize_, std::memory_order_relaxed);
   timers_.setBatchFirer(&PoolImpl::fireBatch, this);
 }

@@ -238,6 +238,7 @@ RunResult TaskCore::run() noexcept {
   } catch (...) {
     error = std::current_exception();
   }
+  if (runTiming.clock != nullptr) runTiming.close();  // recordLatency: the run ends before the settlement
   setCurrentTask(previous);
   return finish(std::move(error));
 }

@@ -19,6 +19,7 @@
 #include "coexec/ThreadPoolExecutor.h"  // (CombinatorAccess, through it)
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
+#include "coexec/detail/RunSegments.h"
 
 namespace coexec::detail {
 

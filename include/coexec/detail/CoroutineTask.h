@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "coexec/Task.h"
+#include "coexec/detail/RunSegments.h"
 #include "coexec/detail/TaskCore.h"
 
 namespace coexec::detail {
@@ -120,6 +121,7 @@ class CoroutineTask final : public ResultCore<R>, private TaskContext {
 
   // On the thread that finished the coroutine (or failed to start it).
   void complete(std::exception_ptr error) noexcept {
+    segmentEnds(this);  // its last segment (recordLatency): before the settlement runs anything
     // The body is over: the hooks and whatever the settlement resumes are
     // not its code (whoever resumed the coroutine restores its own task).
     setCurrentTask(nullptr);

@@ -17,6 +17,7 @@
 #include "coexec/CancellationToken.h"
 #include "coexec/Clock.h"
 #include "coexec/Export.h"
+#include "coexec/detail/RunSegments.h"
 #include "coexec/detail/Scheduler.h"
 #include "coexec/Task.h"
 
@@ -243,10 +244,11 @@ class FanInAwaiter {
   bool await_suspend(std::coroutine_handle<Promise> awaiting) {
     TaskContext* const context = taskContextOf(awaiting);
     task_ = taskOf(context);
-    return awaitable_->start(awaiting, context);
+    return suspendingSegment(task_, [&] { return awaitable_->start(awaiting, context); });
   }
   typename Awaitable::Result await_resume() {
     setCurrentTask(task_);  // the coroutine goes on: its task's code again (see currentTask())
+    segmentGoesOn(task_);   // in a new run segment (RunSegments.h)
     return awaitable_->result();
   }
 

@@ -28,6 +28,7 @@
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
 #include "coexec/detail/TaskPromise.h"
+#include "coexec/detail/RunSegments.h"
 
 namespace coexec::detail {
 
@@ -163,7 +164,7 @@ class COEXEC_EXPORT LaneHopAwaiter {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> awaiting) {
     task_ = taskOf(taskContextOf(awaiting));
-    return suspend(awaiting);
+    return suspendingSegment(task_, [&] { return suspend(awaiting); });
   }
   /// Makes the coroutine's task the thread's current task again (if it
   /// suspended); rethrows a refused or dropped hop's error.

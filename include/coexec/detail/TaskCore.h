@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "coexec/CancellationToken.h"
+#include "coexec/Clock.h"
 #include "coexec/Export.h"
 #include "coexec/detail/FrameAllocator.h"
 #include "coexec/detail/Ref.h"
@@ -452,6 +453,24 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// before the task is published to the thread that runs it.
   static constexpr std::int64_t kNotStamped = INT64_MIN;
   std::int64_t admittedAt = kNotStamped;
+  /// For a pool that records latency: how long the task's code has run, in
+  /// ticks of `clock` (null: not timed). The pool thread that takes the task
+  /// up sets all three before it runs any of it; from then on only the
+  /// thread running the task's code touches them (for a coroutine task, each
+  /// segment's thread in turn, handed on with the coroutine: see
+  /// detail/RunSegments.h). A callable's run is one segment, closed by run().
+  struct RunTiming {
+    static constexpr std::int64_t kClosed = INT64_MIN;
+    const ::coexec::Clock* clock = nullptr;
+    std::int64_t segmentStart = kClosed;  // the open segment's start, or kClosed
+    std::int64_t total = 0;               // the closed segments' sum
+    /// Closes the open segment now. Precondition: clock, and one is open.
+    void close() noexcept {
+      total += clock->now().time_since_epoch().count() - segmentStart;
+      segmentStart = kClosed;
+    }
+  };
+  RunTiming runTiming;
 };
 
 /// Storage for a task's value: an object, a reference, or nothing.

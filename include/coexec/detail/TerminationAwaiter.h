@@ -8,6 +8,7 @@
 #include "coexec/Task.h"
 #include "coexec/detail/ParkedCoroutine.h"
 #include "coexec/detail/Scheduler.h"
+#include "coexec/detail/RunSegments.h"
 
 namespace coexec::detail {
 
@@ -73,7 +74,7 @@ class COEXEC_EXPORT TerminationWait {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> awaiting) {
     task_ = taskOf(taskContextOf(awaiting));
-    return suspend(awaiting);
+    return suspendingSegment(task_, [&] { return suspend(awaiting); });
   }
 
  protected:

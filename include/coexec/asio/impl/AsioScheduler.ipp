@@ -247,10 +247,14 @@ class AsioResumeOnAwaiter {
   void await_suspend(std::coroutine_handle<Promise> awaiting) {
     task_ = taskOf(taskContextOf(awaiting));
     // May throw (not suspended: the exception comes out of the co_await).
-    AsioScheduler<Executor>::make(executor_)->postOrThrow(awaiting);
+    suspendingSegment(task_, [&] { AsioScheduler<Executor>::make(executor_)->postOrThrow(awaiting); });
   }
-  /// Makes the coroutine's task the thread's current task again.
-  void await_resume() const noexcept { setCurrentTask(task_); }
+  /// Makes the coroutine's task the thread's current task again, in a new
+  /// run segment.
+  void await_resume() const noexcept {
+    setCurrentTask(task_);
+    segmentGoesOn(task_);
+  }
 
  private:
   Executor executor_;
