@@ -73,9 +73,9 @@ void fanOutFanIn(bench::Run& run) {
   run.rounds(run.count(1'000), [&] { coexec::syncWait(fanOut(p.pool, work)); });
 }
 
-// W11: what ThreadPoolOptions::recordLatency costs: W1.1, W1.2 and W2 with
-// recording off and then on, in the same run (W2's rounds timed by hand, to
-// name its rows).
+// W11: what ThreadPoolOptions::recordLatency costs: W1.1, W1.2, W2 and
+// W3.coro with recording off and then on, in the same run (W2's rounds timed
+// by hand, to name its rows).
 void latencyCost(bench::Run& run) {
   for (const bool on : {false, true}) {
     const std::string mode = on ? " on" : " off";
@@ -96,6 +96,12 @@ void latencyCost(bench::Run& run) {
                static_cast<double>(rounds) / seconds / 1e3);
     run.record("W2 recording" + mode + ": round p99", "us", bench::Better::lower, bench::percentile(latencies, 0.99));
     if (on) bench::expectCount("W2 tasks recorded", p.pool.stats().runTime.count, rounds * 64);
+    // W3.coro: one coroutine task yielding 200,000 times, each hop a segment
+    // (two clock reads when on).
+    Pool hopping(2, WorkQueue::unbounded(), RejectionPolicy::abort(), on);
+    const std::size_t hopCount = run.count(200'000);
+    run.perOp("W3.coro recording" + mode + ": hop", hopCount,
+              [&] { hopping.pool.submit(hops(hopping.pool, hopCount)).get(); });
   }
 }
 
@@ -400,8 +406,8 @@ const bench::Workload kWorkloads[] = {
      "block(60s), then from a coroutine that co_awaits submitWhenRoom(); producer CPU: the producing thread's",
      backpressure},
     {"W11",
-     "latency recording (coexec only): W1.1, W1.2 and W2 with ThreadPoolOptions::recordLatency off, then on, in "
-     "one run",
+     "latency recording (coexec only): W1.1, W1.2, W2 and W3.coro with ThreadPoolOptions::recordLatency off, then "
+     "on, in one run",
      latencyCost},
     {"idle", "process CPU of an idle pool of 2 over 2 s, after its spin window", idle},
 };

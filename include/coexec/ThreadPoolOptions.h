@@ -157,15 +157,22 @@ struct ThreadPoolOptions {
   /// (PoolStats::queueWait and runTime, ThreadPoolExecutor::latency()), on
   /// the pool's clock (a ManualClock pool records virtual time). Queue wait
   /// runs from admission (a timer task: its due time) to the start on a pool
-  /// thread, run time from that start to the end (beforeExecute and
-  /// afterExecute included). Recorded: the tasks the pool's threads run,
-  /// including those a join runs where it is awaited; not recorded: tasks a
-  /// caller runs (callerRuns(), PendingTask::run()), and the run time of
-  /// coroutine tasks (their queue wait is recorded).
+  /// thread, run time from that start to the end of the task's body
+  /// (beforeExecute included; not the settlement, nor afterExecute). A
+  /// coroutine task's run time is the sum of its segments: from each start
+  /// or resumption to its next coexec co_await that suspends, or its end,
+  /// wherever they run (another pool, an io_context); the time it spends
+  /// suspended is not counted, nor are the segments that end at, or start
+  /// from, a foreign awaitable (one not coexec's: see docs/production.md).
+  /// Recorded: the tasks the pool's threads run, including those a join
+  /// runs where it is awaited; not recorded: tasks a caller runs
+  /// (callerRuns(), PendingTask::run()).
   ///
   /// Each worker records into its own histograms (20 KiB a thread) with
-  /// plain stores, no lock and no read-modify-write; stats() merges them.
-  /// The cost is three clock reads per task (20 to 40 ns each for the
+  /// plain stores, no lock and no read-modify-write (a coroutine task that
+  /// finishes on a thread not the pool's records under a mutex of the pool);
+  /// stats() merges them. The cost is three clock reads per task, and two
+  /// per coexec co_await that may suspend a coroutine task (20 to 40 ns each for the
   /// steady clock): default false, because on the trivial tasks of `make
   /// bench` that is far more than the 5 % a default may cost (W11, recording
   /// on against off: W1.1 0.75x, W1.2 0.53x, W2 0.95x; docs/production.md).

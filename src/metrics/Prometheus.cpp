@@ -149,8 +149,8 @@ constexpr Family kFamilies[] = {
      &field<&PoolStats::temporaryThreadRuns>},
     {"coexec_pool_queue_wait_seconds", kHistogram, "Time from a task's admission (a timer task: its due time) to its "
      "start on a pool thread (recordLatency).", &latency<&PoolStats::queueWait>},
-    {"coexec_pool_run_time_seconds", kHistogram, "Time from a task's start to its end (recordLatency; coroutine tasks "
-     "not included).", &latency<&PoolStats::runTime>},
+    {"coexec_pool_run_time_seconds", kHistogram, "Time a task's code ran, from its start to its end (recordLatency; "
+     "a coroutine task: its segments, not its suspensions).", &latency<&PoolStats::runTime>},
 };
 
 // ---- escaping and validation ------------------------------------------------
