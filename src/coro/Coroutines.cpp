@@ -101,8 +101,11 @@ namespace {
 constexpr std::uintptr_t kInResumption = 2;
 constexpr std::uintptr_t kSegmentClosed = 1;
 constinit thread_local std::uintptr_t tlsRunSegment = 0;
-
 }  // namespace
+
+constinit std::atomic<bool> runSegmentsTimed{false};
+
+void enableRunSegments() noexcept { runSegmentsTimed.store(true, std::memory_order_relaxed); }
 
 namespace {
 
@@ -176,16 +179,20 @@ void resume(std::coroutine_handle<> handle) noexcept {
   Trampoline*& current = currentTrampoline();
   Trampoline* const outer = std::exchange(current, &trampoline);
   TaskCore* const task = tlsCurrentTask;  // the resumed coroutines set their own; ours comes back after
-  // Ditto for the run-segment claim (RunSegments.h); one that names a task
-  // stays: a pool thread starting a coroutine task has claimed its first
-  // segment, which the coroutine runs in here.
-  const std::uintptr_t claim = tlsRunSegment;
-  if (claim == 0) tlsRunSegment = kInResumption;
+  // Ditto for the run-segment claim (RunSegments.h), once some pool records
+  // latency; one that names a task stays: a pool thread starting a coroutine
+  // task has claimed its first segment, which the coroutine runs in here.
+  const bool timed = runSegmentsTimed.load(std::memory_order_relaxed);
+  std::uintptr_t claim = 0;
+  if (timed) {
+    claim = tlsRunSegment;
+    if (claim == 0) tlsRunSegment = kInResumption;
+  }
   while (trampoline.next)
     std::exchange(trampoline.next, {}).resume();
   current = outer;
   tlsCurrentTask = task;
-  tlsRunSegment = claim;
+  if (timed) tlsRunSegment = claim;  // (one that saw no claim set none: the inner ones restore theirs)
 }
 
 void endRunSegment(TaskCore& task) noexcept {

@@ -539,13 +539,11 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // Runs one work item without the pool's lock.
   void execute(Worker& worker, Work work);
   // Runs a task the calling worker has started (tryStart, tryStartJoined):
-  // the hooks, its body (a coroutine to its first suspension), the count.
-  // A coroutine takes the reference `task` holds (it keeps it until it
-  // ends); a callable's is left to the caller to drop, outside its locks.
+  // the hooks, its body (a coroutine to its first suspension), the count. A
+  // coroutine takes `task`'s reference; a callable's the caller drops.
   void runStarted(Worker& worker, Ref<TaskCore>& task);
-  // runStarted(), timed when the pool records latency; recordCoroutineRun():
-  // at a timed coroutine task's end; stampAdmission(): a task's admission
-  // time, written before it is published (PoolLatency.cpp).
+  // runStarted(), timed when recording latency; recordCoroutineRun(): a timed
+  // coroutine task's end; stampAdmission(): before publication (PoolLatency.cpp).
   void runRecorded(Worker& w, Ref<TaskCore>& task) { w.latency ? runTimed(w, task) : runStarted(w, task); }
   void runTimed(Worker& worker, Ref<TaskCore>& task);
   void recordCoroutineRun(const TaskCore& task) noexcept;

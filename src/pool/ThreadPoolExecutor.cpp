@@ -22,6 +22,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "coexec/detail/RunSegments.h"
 #include "pool/PoolImpl.h"
 
 namespace coexec {
@@ -137,6 +138,7 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
   if (recordLatency_) {
     reserveLatency(exitedLatency_);  // so that a worker's exit never allocates
     outsideLatency_.runTime = std::make_unique<LatencyRecorder>();
+    enableRunSegments();  // resume() keeps the threads' claims from now on (RunSegments.h)
   }
   coreMirror_.store(corePoolSize_, std::memory_order_relaxed);
   timers_.setBatchFirer(&PoolImpl::fireBatch, this);

@@ -12,13 +12,17 @@
 // Which segment a thread is timing is its claim (a thread-local word):
 // - 0 outside every resumption (a thread that resumes nothing of coexec's);
 // - "in a resumption": inside resume(), which every coexec resumption goes
-//   through, and which restores the claim it found when it returns;
+//   through, and which restores the claim it found when it returns (once a
+//   pool that records latency exists: enableRunSegments());
 // - a task whose segment is open on this thread, or closed here by an
 //   awaiter's await_suspend (the coroutine may go on at once, here).
 // A segment closes only on the thread whose claim names it: a coroutine that
 // a foreign awaitable (an Asio operation, a hand-written awaiter) resumed on
 // some thread is not timed until its next coexec co_await goes on, and the
 // time it spent waiting on the foreign awaitable is never counted.
+
+#include <atomic>
+#include <cstdint>
 
 #include "coexec/Export.h"
 #include "coexec/detail/TaskCore.h"
@@ -39,6 +43,15 @@ COEXEC_EXPORT void continueRunSegment(TaskCore& task) noexcept;
 COEXEC_EXPORT std::uintptr_t claimRunSegment(TaskCore& task) noexcept;
 /// Gives this thread back the claim claimRunSegment() returned. Never throws.
 COEXEC_EXPORT void restoreRunSegmentClaim(std::uintptr_t claim) noexcept;
+/// Makes resume() keep the claims, from now on (a pool that records latency
+/// calls it when constructed; until one does, resumptions skip them). Never
+/// throws.
+COEXEC_EXPORT void enableRunSegments() noexcept;
+
+/// Set, for good, by the first pool that records latency (enableRunSegments()):
+/// until then no coroutine task is timed, and neither resume() nor an awaiter
+/// looks further.
+extern COEXEC_EXPORT std::atomic<bool> runSegmentsTimed;
 
 /// For an awaiter's await_suspend: runs `suspend` (its body) with `task`'s
 /// segment closed (`task` may be null: a coroutine of no task), and opens it
@@ -46,7 +59,8 @@ COEXEC_EXPORT void restoreRunSegmentClaim(std::uintptr_t claim) noexcept;
 /// The check is one load when the task is not timed.
 template <class Suspend>
 decltype(auto) suspendingSegment(TaskCore* task, Suspend&& suspend) {
-  if (task == nullptr || task->runTiming.clock == nullptr) [[likely]] {
+  if (!runSegmentsTimed.load(std::memory_order_relaxed) || task == nullptr || task->runTiming.clock == nullptr)
+      [[likely]] {
     return suspend();
   }
   endRunSegment(*task);
@@ -61,14 +75,16 @@ decltype(auto) suspendingSegment(TaskCore* task, Suspend&& suspend) {
 /// For an awaiter's await_resume, whenever its await_suspend ran (whether it
 /// suspended or not): the coroutine goes on, in a new segment.
 inline void segmentGoesOn(TaskCore* task) noexcept {
-  if (task != nullptr && task->runTiming.clock != nullptr) [[unlikely]] {
+  if (runSegmentsTimed.load(std::memory_order_relaxed) && task != nullptr && task->runTiming.clock != nullptr)
+      [[unlikely]] {
     continueRunSegment(*task);
   }
 }
 
 /// For the end of a coroutine task, on the thread that finished it.
 inline void segmentEnds(TaskCore* task) noexcept {
-  if (task != nullptr && task->runTiming.clock != nullptr) [[unlikely]] {
+  if (runSegmentsTimed.load(std::memory_order_relaxed) && task != nullptr && task->runTiming.clock != nullptr)
+      [[unlikely]] {
     endRunSegment(*task);
   }
 }
