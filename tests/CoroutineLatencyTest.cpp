@@ -160,14 +160,7 @@ TEST_CASE("Time around a foreign awaitable is not counted: neither the wait nor 
   ManualClock clock;
   Gate gate;
   std::thread resumer;
-  struct JoinOnExit {
-    Gate& gate;
-    std::thread& thread;
-    ~JoinOnExit() {
-      gate.open();
-      if (thread.joinable()) thread.join();
-    }
-  } join{gate, resumer};
+  coexec::test::JoinOnExit join(resumer, [&gate] { gate.open(); });
   ThreadPoolExecutor pool(recording(&clock));
   std::atomic<int> phase{0};
   auto task = pool.submit([&]() -> Task<void> {
@@ -202,14 +195,7 @@ TEST_CASE("Every coroutine task is recorded once across hops and joins, while st
       (void)s.runTime.p99;
     }
   });
-  struct JoinOnExit {
-    std::atomic<bool>& done;
-    std::thread& thread;
-    ~JoinOnExit() {
-      done.store(true);
-      if (thread.joinable()) thread.join();
-    }
-  } joinReader{done, reader};
+  coexec::test::JoinOnExit joinReader(reader, [&done] { done.store(true); });
   std::atomic<int> ran{0};
   std::vector<coexec::Future<void>> futures;
   futures.reserve(kTasks);

@@ -331,14 +331,7 @@ TEST_CASE("Every task a busy pool runs is recorded once, while stats() reads con
       lastSeen = s.queueWait.count;
     }
   });
-  struct JoinOnExit {  // a failed REQUIRE unwinds through here
-    std::atomic<bool>& done;
-    std::thread& thread;
-    ~JoinOnExit() {
-      done.store(true);
-      if (thread.joinable()) thread.join();
-    }
-  } joinReader{done, reader};
+  coexec::test::JoinOnExit joinReader(reader, [&done] { done.store(true); });
   std::vector<coexec::Future<void>> futures;
   futures.reserve(kTasks);
   std::atomic<int> ran{0};

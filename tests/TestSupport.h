@@ -170,6 +170,24 @@ class OpenOnExit {
   Gate& gate_;
 };
 
+/// Declared right after a helper thread: when the test leaves its scope
+/// (also through a failed REQUIRE) it runs `stop`, which tells the thread to
+/// end (a flag, a gate), and joins the thread.
+class JoinOnExit {
+ public:
+  JoinOnExit(std::thread& thread, std::function<void()> stop) : thread_(thread), stop_(std::move(stop)) {}
+  JoinOnExit(const JoinOnExit&) = delete;
+  JoinOnExit& operator=(const JoinOnExit&) = delete;
+  ~JoinOnExit() {
+    stop_();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::thread& thread_;
+  std::function<void()> stop_;
+};
+
 /// Declared right after the pool: when the test leaves its scope (also through
 /// a failed REQUIRE) it opens the gate and stops the pool, so no blocked or
 /// queued task keeps the pool's destructor waiting. A no-op for a pool already
