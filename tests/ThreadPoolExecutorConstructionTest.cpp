@@ -128,6 +128,51 @@ TEST_CASE("constructing with maximumPoolSize 0 throws invalid_argument naming th
   SECTION("core 1") { requireInvalidArgumentNaming(constructThrough(ctor, 1, 0, 1s), {"maximumPoolSize", "0"}); }
 }
 
+TEST_CASE("an unset maximumPoolSize is corePoolSize, and at least 1", "[executor][construction]") {
+  SECTION("{.corePoolSize = 4}: max 4") {
+    ThreadPoolExecutor pool({.corePoolSize = 4});
+    CHECK(pool.corePoolSize() == 4);
+    CHECK(pool.maximumPoolSize() == 4);
+    CHECK(pool.stats().maximumPoolSize == 4);
+  }
+  SECTION("{}: core 1, max 1") {
+    ThreadPoolExecutor pool({});
+    CHECK(pool.corePoolSize() == 1);
+    CHECK(pool.maximumPoolSize() == 1);
+  }
+  SECTION("{.corePoolSize = 0}: max 1") {
+    ThreadPoolExecutor pool({.corePoolSize = 0});
+    CHECK(pool.corePoolSize() == 0);
+    CHECK(pool.maximumPoolSize() == 1);
+  }
+  SECTION("a value set is kept: core 2, max 5") {
+    ThreadPoolOptions options;
+    options.corePoolSize = 2;
+    options.maximumPoolSize = 5;
+    REQUIRE(options.maximumPoolSize == 5u);
+    ThreadPoolExecutor pool(std::move(options));
+    CHECK(pool.maximumPoolSize() == 5);
+  }
+}
+
+TEST_CASE("an explicit maximumPoolSize is checked as given: 0, or below corePoolSize, throws",
+          "[executor][construction]") {
+  SECTION("{.maximumPoolSize = 0}") {
+    requireInvalidArgumentNaming(thrownBy([] { ThreadPoolExecutor pool({.maximumPoolSize = 0}); }),
+                                 {"maximumPoolSize", "0"});
+  }
+  SECTION("{.corePoolSize = 0, .maximumPoolSize = 0}") {
+    requireInvalidArgumentNaming(
+        thrownBy([] { ThreadPoolExecutor pool({.corePoolSize = 0, .maximumPoolSize = 0}); }),
+        {"maximumPoolSize", "0"});
+  }
+  SECTION("{.corePoolSize = 4, .maximumPoolSize = 2}") {
+    requireInvalidArgumentNaming(
+        thrownBy([] { ThreadPoolExecutor pool({.corePoolSize = 4, .maximumPoolSize = 2}); }),
+        {"corePoolSize (4)", "maximumPoolSize (2)"});
+  }
+}
+
 TEST_CASE("constructing with a negative keepAliveTime throws invalid_argument naming the field and the value (CON-03)",
           "[executor][construction]") {
   const Ctor ctor =

@@ -98,7 +98,7 @@ TEST_CASE("ThreadPoolOptions defaults are the documented ones", "[options]") {
   const ThreadPoolOptions options;
   CHECK(options.name == "coexec");
   CHECK(options.corePoolSize == 1u);
-  CHECK(options.maximumPoolSize == 1u);
+  CHECK_FALSE(options.maximumPoolSize.has_value());  // unset: corePoolSize, at least 1
   CHECK(options.keepAliveTime == std::chrono::seconds(60));
   CHECK_FALSE(options.allowCoreThreadTimeOut);
   CHECK(options.workQueue.kind() == WorkQueue::Kind::bounded);

@@ -111,6 +111,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
  public:
   /// Never blocks; starts no thread (threads start with the first tasks or
   /// prestartCoreThread()).
+  /// An unset maximumPoolSize is corePoolSize (at least 1).
   /// \throws std::invalid_argument naming the field and its value if
   /// maximumPoolSize == 0, corePoolSize > maximumPoolSize, keepAliveTime < 0
   /// or the name is empty.

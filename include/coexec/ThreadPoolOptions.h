@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -89,7 +90,8 @@ using UncaughtExceptionHandler = std::function<void(std::exception_ptr error, co
 
 /// The configuration of a ThreadPoolExecutor. An aggregate: name the fields
 /// that differ from their defaults, the rest keep them, e.g.
-/// `ThreadPoolExecutor pool({.name = "app", .corePoolSize = 4, .maximumPoolSize = 4});`
+/// `ThreadPoolExecutor pool({.name = "app", .corePoolSize = 4});` (4 threads:
+/// maximumPoolSize defaults to corePoolSize)
 /// (every field has a default member initializer, so designated initializers
 /// draw no -Wmissing-field-initializers warning).
 ///
@@ -99,10 +101,17 @@ struct ThreadPoolOptions {
   /// "coexec". Linux shows at most 15 characters of a thread name.
   std::string name = "coexec";
   /// Threads kept even when idle (unless allowCoreThreadTimeOut). Default 1;
-  /// 0 is valid (threads are started on demand and all time out).
+  /// 0 is valid (threads are started on demand and all time out). With
+  /// maximumPoolSize left unset, it is also the upper bound:
+  /// `{.corePoolSize = 4}` is a pool of 4 threads.
   std::size_t corePoolSize = 1;
-  /// Upper bound on threads. Default 1; must be >= 1 and >= corePoolSize.
-  std::size_t maximumPoolSize = 1;
+  /// Upper bound on threads. Unset (the default) = corePoolSize, or 1 when
+  /// corePoolSize is 0; so `{}` is a pool of one thread and
+  /// `{.corePoolSize = 4}` one of four. A value set must be >= 1 and
+  /// >= corePoolSize: an explicit 0, or one below corePoolSize, throws
+  /// std::invalid_argument. Set it above corePoolSize for threads that start
+  /// only when the queue is full (see ThreadPoolExecutor).
+  std::optional<std::size_t> maximumPoolSize{};
   /// How long a thread above corePoolSize (or any thread, with
   /// allowCoreThreadTimeOut) stays idle before it exits. Default 60 s; must
   /// be >= 0; 0 means surplus threads exit as soon as they find no work.

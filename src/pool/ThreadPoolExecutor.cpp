@@ -56,13 +56,16 @@ std::thread defaultThreadFactory(std::string threadName, std::function<void()> b
 
 ThreadPoolOptions validated(ThreadPoolOptions options) {
   if (options.name.empty()) throw std::invalid_argument("coexec::ThreadPoolExecutor: name must not be empty");
-  if (options.maximumPoolSize == 0) {
+  // Unset: as many threads as corePoolSize, and at least one. A value set is
+  // checked as given.
+  if (!options.maximumPoolSize) options.maximumPoolSize = std::max<std::size_t>(options.corePoolSize, 1);
+  if (*options.maximumPoolSize == 0) {
     throw std::invalid_argument("coexec::ThreadPoolExecutor: maximumPoolSize must be at least 1, got 0");
   }
-  if (options.corePoolSize > options.maximumPoolSize) {
+  if (options.corePoolSize > *options.maximumPoolSize) {
     throw std::invalid_argument(
         fmt::format("coexec::ThreadPoolExecutor: corePoolSize ({}) must not be greater than maximumPoolSize ({})",
-                    options.corePoolSize, options.maximumPoolSize));
+                    options.corePoolSize, *options.maximumPoolSize));
   }
   if (options.keepAliveTime < std::chrono::nanoseconds::zero()) {
     throw std::invalid_argument(
@@ -125,7 +128,7 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
       bounded_(options.workQueue.kind() == WorkQueue::Kind::bounded),
       inject_(localQueues_ ? std::make_unique<MpmcRing<TaskCore*>>(injectCapacity(options.workQueue)) : nullptr),
       corePoolSize_(options.corePoolSize),
-      maximumPoolSize_(options.maximumPoolSize),
+      maximumPoolSize_(*options.maximumPoolSize),  // set by validated()
       keepAliveTime_(options.keepAliveTime),
       allowCoreThreadTimeOut_(options.allowCoreThreadTimeOut),
       queue_(options.workQueue),
