@@ -46,6 +46,9 @@ class ResumeOnAwaiter;
 /// shutdownNow() does not cancel it (its cancellation token is not the
 /// pool's).
 /// \note `pool` must outlive the coroutine's stay on it.
+/// \note After the hop, read the thread's id with coexec::thisThreadId(), not
+/// std::this_thread::get_id(): clang at -O1 and above may reuse a get_id()
+/// read before the `co_await` and return the old thread's id (ThisThread.h).
 [[nodiscard]] COEXEC_EXPORT detail::ResumeOnAwaiter resumeOn(ThreadPoolExecutor& pool) noexcept;
 
 namespace detail {
