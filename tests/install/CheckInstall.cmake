@@ -2,7 +2,10 @@
 # consumers against it: a CMake one (find_package(coexec) -> coexec::coexec,
 # building examples/routing.cpp, examples/hello.cpp and, with the installed
 # Asio bridge header, examples/asio_bridge.cpp; and, when the package has
-# coexec::boost_asio, consumer/boost_asio_consumer.cpp) and a pkg-config one.
+# coexec::boost_asio, consumer/boost_asio_consumer.cpp) and pkg-config ones:
+# consumer/pkgconfig_consumer.cpp with `pkg-config coexec`, and
+# examples/asio_bridge.cpp with `pkg-config coexec-asio`, built with clang
+# where there is one (the compiler Asio needs the .pc's definitions for).
 # Runs them all.
 # Inputs: BUILD_DIR SOURCE_DIR WORK_DIR CXX GENERATOR CXX_FLAGS LINKER_FLAGS
 
@@ -56,10 +59,38 @@ file(GLOB pcdir "${prefix}/lib*/pkgconfig" "${prefix}/lib/*/pkgconfig")
 set(ENV{PKG_CONFIG_PATH} "${pcdir}")
 run(${PKG_CONFIG} --cflags --libs coexec)
 string(STRIP "${last_output}" pkgflags)
+# The consumer chooses the standard (C++20 or later): the .pc must not.
+if(pkgflags MATCHES "-std=")
+  message(FATAL_ERROR "pkg-config --cflags coexec forces a language standard: ${pkgflags}")
+endif()
 separate_arguments(pkgflags UNIX_COMMAND "${pkgflags}")
 separate_arguments(extra UNIX_COMMAND "${CXX_FLAGS} ${LINKER_FLAGS}")
 file(GLOB libdir LIST_DIRECTORIES true "${prefix}/lib*")
-run(${CXX} ${extra} "${SOURCE_DIR}/tests/install/consumer/pkgconfig_consumer.cpp" ${pkgflags}
+run(${CXX} -std=c++20 ${extra} "${SOURCE_DIR}/tests/install/consumer/pkgconfig_consumer.cpp" ${pkgflags}
     "-Wl,-rpath,${libdir}" -o "${WORK_DIR}/pkgconfig_consumer")
 run("${WORK_DIR}/pkgconfig_consumer")
-message(STATUS "installed package works: ${last_output}")
+string(STRIP "${last_output}" pkgconfig_result)
+
+# The Asio bridge with pkg-config: asio_bridge.cpp (Asio coroutines) needs the
+# definitions of coexec-asio.pc on clang. Built with clang++ when this build
+# is not clang's already (without this build's flags, which are GCC's, unless
+# they instrument the library: then with the build's compiler and flags).
+run(${PKG_CONFIG} --cflags --libs coexec-asio)
+string(STRIP "${last_output}" asioflags)
+if(NOT asioflags MATCHES "-DASIO_HAS_CO_AWAIT=1" OR NOT asioflags MATCHES "-DASIO_HAS_STD_COROUTINE=1")
+  message(FATAL_ERROR "pkg-config --cflags coexec-asio lacks Asio's coroutine definitions: ${asioflags}")
+endif()
+separate_arguments(asioflags UNIX_COMMAND "${asioflags}")
+find_program(CLANGXX clang++)
+if(CXX MATCHES "clang" OR NOT CLANGXX OR CXX_FLAGS MATCHES "-fsanitize=")
+  set(asio_cxx ${CXX} ${extra})
+else()
+  set(asio_cxx ${CLANGXX})
+endif()
+run(${asio_cxx} -std=c++20 "${SOURCE_DIR}/examples/asio_bridge.cpp" ${asioflags} "-Wl,-rpath,${libdir}"
+    -o "${WORK_DIR}/pkgconfig_asio_bridge")
+run("${WORK_DIR}/pkgconfig_asio_bridge")
+if(NOT last_output MATCHES "the spawned Task returned fib")
+  message(FATAL_ERROR "asio_bridge built with pkg-config coexec-asio (${asio_cxx}) did not run correctly:\n${last_output}")
+endif()
+message(STATUS "installed package works: ${pkgconfig_result}; asio_bridge with pkg-config coexec-asio (${asio_cxx})")
