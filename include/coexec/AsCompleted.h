@@ -300,7 +300,7 @@ class NextAwaiter {
   bool suspend(std::coroutine_handle<> awaiting, TaskContext* context) {
     CancellationToken token;
     if (context != nullptr) token = context->cancellationToken();  // may throw: not suspended
-    parked_.park(awaiting);
+    parked_.park(awaiting, taskOf(context));
     bool all = token.isCancellationRequested();
     if (!all && token.canBeCancelled()) {
       try {

@@ -199,6 +199,9 @@ class FutureAwaiter {
  private:
   template <class Promise>
   bool suspend(std::coroutine_handle<Promise> awaiting, TaskContext* context) {
+    // One awaiter per Future: a second one is refused before anything is
+    // linked or held (the coroutine goes on with the error).
+    if (core_->hasContinuation()) TaskCore::throwSecondAwait("Future::operator co_await");
     // Fork/join: a task still queued on this pool is run here rather than
     // waited for (the awaiting coroutine is suspended meanwhile, and goes on
     // at once if that finished it).
@@ -213,7 +216,7 @@ class FutureAwaiter {
       linkAwaitToCancellation(*context, *core_);  // may throw: not suspended
     }
     Scheduler* scheduler = currentScheduler();
-    const bool retained = scheduler != nullptr && scheduler->retain();
+    const bool retained = scheduler != nullptr && scheduler->retain(taskOf(context));
     scheduler_ = reinterpret_cast<std::uintptr_t>(scheduler) | (retained ? kRetained : 0);
     context_ = reinterpret_cast<std::uintptr_t>(context) | kSuspended;
     awaiting_ = awaiting;

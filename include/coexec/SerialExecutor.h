@@ -70,9 +70,13 @@ class COEXEC_EXPORT SerialExecutor {
   SerialExecutor(const SerialExecutor&) = delete;
   SerialExecutor& operator=(const SerialExecutor&) = delete;
   /// Blocks until every task submitted to the lane has settled (see
-  /// "Lifetime"). \note Destroying the lane from one of its own tasks, or
-  /// while a task that shutdownNow() returned is held unrun, never returns:
-  /// the first case prints an error and aborts.
+  /// "Lifetime"). Called by the lane's own active task (a callable running on
+  /// the lane, or a coroutine inside `co_await resumeOn(lane)` leaving the
+  /// lane's scope), it returns at once: that task is the caller, and the tasks
+  /// queued behind it start only once it leaves the lane, so the lane goes on
+  /// without the SerialExecutor (it keeps their order) and the caller goes on
+  /// too. \note Destroying the lane while a task that shutdownNow() returned
+  /// is held unrun never returns.
   ~SerialExecutor();
 
   /// Queues `f` on the lane and returns its Future. `f` is anything

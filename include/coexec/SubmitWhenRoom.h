@@ -60,7 +60,8 @@ class COEXEC_EXPORT RoomWaiter {
 
   /// await_suspend(): admits the task at once if there is room (and no
   /// producer waits before this one), else suspends the coroutine in the
-  /// pool's FIFO. False if it did not suspend. \throws std::bad_alloc.
+  /// pool's FIFO. False if it did not suspend. \throws std::bad_alloc;
+  /// std::logic_error when awaited a second time.
   bool suspend(std::coroutine_handle<> awaiting, TaskContext* context);
   /// await_resume() before the Future is handed out: makes the coroutine's
   /// task current again and throws what ended the wait, if not admission.
@@ -103,6 +104,7 @@ class COEXEC_EXPORT RoomWaiter {
   std::exception_ptr error_;         // outcome_ shutDown: the RejectedExecution
   TaskCore* producerTask_ = nullptr;  // made current again on resumption
   bool suspended_ = false;
+  bool awaited_ = false;  // suspend() ran: a second await is refused
   ParkedCoroutine parked_;
   std::atomic<std::uint8_t> state_{0};
   // Last, so destroyed first: its destructor waits for a callback running on

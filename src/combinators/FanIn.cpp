@@ -61,7 +61,7 @@ bool FanIn::beginArming(std::coroutine_handle<> awaiting, TaskContext* parent, b
     }
   }
   Scheduler* const scheduler = currentScheduler();
-  retained_ = scheduler != nullptr && scheduler->retain();
+  retained_ = scheduler != nullptr && scheduler->retain(taskOf(parent));
   scheduler_ = scheduler;
   awaiting_ = awaiting;
   timed_ = timed;

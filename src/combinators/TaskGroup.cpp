@@ -214,7 +214,7 @@ void GroupState::joined(const JoinAwaiter& joiner) {
 bool JoinAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context) {
   CancellationToken token;
   if (context != nullptr) token = context->cancellationToken();  // may throw: not suspended
-  parked_.park(awaiting);
+  parked_.park(awaiting, taskOf(context));
   bool cancelled = token.isCancellationRequested();
   try {
     if (!cancelled && token.canBeCancelled()) {

@@ -273,7 +273,7 @@ class RunLoop::State final : public Scheduler {
     }
     resume(handle);  // syncWait has returned: go on on this thread
   }
-  bool retain() noexcept override {
+  bool retain(const TaskCore* /*awaitingTask*/) noexcept override {
     refs.fetch_add(1, std::memory_order_relaxed);
     return true;
   }

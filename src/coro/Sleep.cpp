@@ -75,7 +75,7 @@ bool SleepAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
   if (deadline <= now) return false;
   if (service == nullptr && foreign == nullptr) service = &steadyTimerService();  // may throw std::system_error
 
-  const bool retained = scheduler != nullptr && scheduler->retain();
+  const bool retained = scheduler != nullptr && scheduler->retain(taskOf(context));
   scheduler_ = scheduler;
   retained_ = retained;
   awaiting_ = awaiting;

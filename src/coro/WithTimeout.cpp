@@ -94,7 +94,7 @@ bool TimeoutState::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
       throw;                             // not suspended: the coroutine goes on with the exception
     }
   }
-  const bool retained = scheduler != nullptr && scheduler->retain();
+  const bool retained = scheduler != nullptr && scheduler->retain(self);
   scheduler_ = scheduler;
   retained_ = retained;
   awaiting_ = awaiting;

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <thread>
 
 #include "coexec/detail/Scheduler.h"
 
@@ -100,14 +101,19 @@ std::size_t LaneState::queued() const {
   return waiting_.size();
 }
 
+void LaneState::enterHop() noexcept { hopThread_.store(std::this_thread::get_id(), std::memory_order_relaxed); }
+void LaneState::leaveHop() noexcept { hopThread_.store(std::thread::id(), std::memory_order_relaxed); }
+
 void LaneState::waitDrained() {
   std::unique_lock lock(mutex_);
-  if (active_ != nullptr && active_ == currentTask()) {
-    std::fputs(
-        "coexec: fatal: a SerialExecutor was destroyed by its own running task; its destructor waits for that "
-        "task, which can never finish\n",
-        stderr);
-    std::abort();
+  // Called by the lane's own active task (its callable, or a coroutine that
+  // hopped on with resumeOn(lane) and runs inside the hop on this thread):
+  // that task cannot settle before the caller returns, nor can anything
+  // queued behind it start, so there is nothing to wait for here. The lane
+  // goes on once the caller leaves it (its tasks and hops hold this state).
+  if (active_ != nullptr &&
+      (active_ == currentTask() || hopThread_.load(std::memory_order_relaxed) == std::this_thread::get_id())) {
+    return;
   }
   drained_.wait(lock, [this] { return active_ == nullptr && !dispatching_ && waiting_.empty(); });
 }
@@ -135,7 +141,9 @@ class LaneHop final : public TaskCore {
  private:
   void invoke() override {
     ran_ = true;
+    lane_->enterHop();
     resume(coroutine_);  // until the coroutine suspends or ends: then the lane goes on
+    lane_->leaveHop();
   }
   void discardValue() noexcept override {}
 

@@ -65,7 +65,7 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   // 2. The queue (for synchronous(): a hand-off to an idle thread).
   if (queueSpec_.kind() == WorkQueue::Kind::synchronous) {
     if (handOffLocked(task)) return true;
-  } else if (reserveQueued() && pushSharedLocked(task)) {  // a reserved place: cannot fail for bounded(n)
+  } else if (reserveQueued() && pushQueuedLocked(task)) {  // a reserved place: cannot fail for bounded(n)
     publishSharedWorkLocked();
     countersHere().tasks.fetch_add(1, std::memory_order_relaxed);
     // A searching worker will find the task (it rechecks under this lock
@@ -78,6 +78,15 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   }
   // 3. An extra thread, up to max.
   return workers_.size() < maximumPoolSize_ && addWorkerLocked(task, errors);
+}
+
+bool PoolImpl::pushQueuedLocked(PendingTask& task) {
+  try {
+    return pushSharedLocked(task);
+  } catch (...) {
+    releaseQueued();  // out of memory growing a queue: the task is still the caller's, its place is given back
+    throw;
+  }
 }
 
 bool PoolImpl::pushSharedLocked(PendingTask& task) {
@@ -167,20 +176,45 @@ std::vector<PendingTask> PoolImpl::drainSharedLocked() {
   return tasks;
 }
 
+namespace {
+/// Keeps a failure to start a worker for the uncaught-exception handler; out
+/// of memory for that too, it is dropped (the task still goes on to the queue
+/// or the policy). Never throws.
+void noteFactoryError(PoolImpl::FactoryErrors& errors, std::exception_ptr error) noexcept {
+  try {
+    errors.push_back(std::move(error));
+  } catch (...) {
+  }
+}
+}  // namespace
+
 bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
-  // Room for every worker on the idle stack now, so that parking (which may
-  // first happen long after the pool warmed up) never allocates.
-  idleWorkers_.reserve(workers_.size() + 1);
-  auto it = workers_.emplace(workers_.end());
+  // Everything a worker needs that may fail to allocate comes before it is
+  // added: room for every worker on the idle stack (so that parking, which
+  // may first happen long after the pool warmed up, never allocates), its
+  // name, its launch block and its node. Out of memory there, no worker is
+  // added, and the failure is treated as the factory's (the task goes on to
+  // the queue or the policy).
+  std::string name;
+  std::shared_ptr<Launch> launch;
+  decltype(workers_.begin()) it;
+  try {
+    idleWorkers_.reserve(workers_.size() + 1);
+    name = fmt::format("{}-{}", name_, threadsCreated_ + 1);
+    // The body waits for the verdict on its thread: a factory may start the
+    // body and then throw, or detach the thread and return an empty one;
+    // such a thread must leave the pool alone (its worker is erased, and the
+    // pool may be gone by the time the thread runs).
+    launch = std::make_shared<Launch>();
+    it = workers_.emplace(workers_.end());
+  } catch (...) {
+    noteFactoryError(errors, std::current_exception());
+    return false;
+  }
   poolSizeMirror_.store(workers_.size(), std::memory_order_relaxed);
   Worker* worker = &*it;
   worker->number = ++threadsCreated_;
-  worker->name = fmt::format("{}-{}", name_, worker->number);
-  // The body waits for the verdict on its thread: a factory may start the
-  // body and then throw, or detach the thread and return an empty one; such
-  // a thread must leave the pool alone (its worker is erased, and the pool
-  // may be gone by the time the thread runs).
-  const auto launch = std::make_shared<Launch>();
+  worker->name = std::move(name);
   try {
     if (recordLatency_) worker->latency = std::make_unique<WorkerLatency>();
     Ref<TaskCore> firstCore = first.core_;
@@ -196,9 +230,9 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
     worker->thread = std::move(thread);
   } catch (...) {
     launch->decide(false);
-    errors.push_back(std::current_exception());
     workers_.erase(it);
     poolSizeMirror_.store(workers_.size(), std::memory_order_relaxed);
+    noteFactoryError(errors, std::current_exception());
     return false;
   }
   launch->decide(true);

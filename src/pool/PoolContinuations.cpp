@@ -87,20 +87,27 @@ void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
     // While the terminated hook runs (terminating_) the pool is about to be
     // TERMINATED: a thread started now would outlive it. The continuation
     // runs here instead, as it would once the pool has terminated.
+    bool queued = false;
     if (state_ != PoolState::terminated && !terminating_) {
-      continuations_.push(handle);
+      try {
+        continuations_.push(handle);
+        queued = true;
+      } catch (...) {  // out of memory growing the ring: resumed here, below
+      }
+    }
+    if (queued) {
       publishSharedWorkLocked();
       if (searching_.load(std::memory_order_seq_cst) > 0) return;  // a searching worker takes it
       if (wakeOneLocked() || !workers_.empty()) return;            // else a busy worker takes it next
       PendingTask none;
       if (addWorkerLocked(none, errors)) return;
-      continuations_.extractIf([handle](std::coroutine_handle<> h) { return h == handle; });
+      (void)continuations_.popBack();  // ours: the newest, the lock held since the push
       publishSharedWorkLocked();
     }
   }
-  // The pool has terminated (or is running its terminated hook), or no
-  // thread could be started for it: resume here rather than lose the
-  // coroutine.
+  // The pool has terminated (or is running its terminated hook), no thread
+  // could be started for it, or there was no memory to queue it: resume here
+  // rather than lose the coroutine.
   reportFactoryErrors(errors);
   resume(handle);
 }
@@ -225,11 +232,12 @@ void PoolImpl::OutsideWatch::coroutineFinished(TaskCore& task, const RunResult& 
   pool_.release();  // the last access to the pool
 }
 
-bool PoolImpl::retain() noexcept {
+bool PoolImpl::retain(const TaskCore* task) noexcept {
   // Called on one of our workers (the only threads whose scheduler we are),
   // which keeps the pool from terminating meanwhile: the increment cannot
-  // race with termination.
-  const TaskCore* const task = currentTask();
+  // race with termination. A coroutine of one of our tasks in flight needs
+  // no hold: that task keeps the pool. Any other (a foreign coroutine type,
+  // a coroutine of another pool's task, a guest) takes one.
   if (task != nullptr && task->owner == this && task->inFlightShard != TaskCore::kNotInFlight) return false;
   inFlight_[kGuestShard].count.fetch_add(1, std::memory_order_seq_cst);
   return true;

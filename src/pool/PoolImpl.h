@@ -127,6 +127,10 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   /// Requires: mutex_ held. Step 2: puts `task` in the shared queue (whose
   /// place, for bounded(n), the caller has reserved).
   bool pushSharedLocked(PendingTask& task);
+  /// pushSharedLocked() for a task that reserved a place (reserveQueued()):
+  /// gives the place back if it throws (std::bad_alloc; the task is then
+  /// left with the caller).
+  bool pushQueuedLocked(PendingTask& task);
   /// Requires: mutex_ held. Tasks in the shared queue: inject_ and queue_.
   [[nodiscard]] std::size_t sharedQueuedLocked() const noexcept {
     return queue_.size() + (inject_ ? inject_->size() : 0);
@@ -495,7 +499,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // terminating while it waits on the pool, as a task of the pool does: its
   // continuation is never dropped with the pool's timers, and never posted
   // to a pool that is gone. Counted in inFlight_[kGuestShard].
-  bool retain() noexcept override;
+  bool retain(const TaskCore* awaitingTask) noexcept override;
   void release() noexcept override;
 
   friend class OneShotTimer;

@@ -55,7 +55,7 @@ bool TerminationWait::suspend(std::coroutine_handle<> awaiting) {
         "the pool cannot terminate while it waits",
         p.name_));
   }
-  parked_.park(awaiting);  // outside mutex_: it may retain the coroutine's scheduler
+  parked_.park(awaiting, task_);  // outside mutex_: it may retain the coroutine's scheduler
   std::unique_lock lock(p.mutex_);
   if (p.state_ == PoolState::terminated || (timed_ && timeout_ <= std::chrono::nanoseconds::zero())) {
     terminated_ = p.state_ == PoolState::terminated;
@@ -115,6 +115,26 @@ void TerminationWait::onTimeout(void* self) noexcept {
   parked.resume(/*mayRunInline=*/true);
 }
 
+namespace {
+void resumeHandle(void* address) noexcept { resume(std::coroutine_handle<>::from_address(address)); }
+
+/// A coroutine with no scheduler (started on a plain thread) has nowhere to
+/// be posted: it is resumed on the process-wide timer thread, due now, and
+/// never on this thread, which holds the pool (terminationHolds_) while it
+/// resumes the awaiters: that coroutine may destroy the pool, whose close()
+/// waits for the hold. False if the timer service could not take it (out of
+/// memory, no timer thread): the caller resumes it itself. Never throws.
+bool resumeOnTimerThread(std::coroutine_handle<> handle) noexcept {
+  try {
+    TimerService& service = steadyTimerService();
+    (void)service.schedule(service.clock().now(), &resumeHandle, handle.address());
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+}  // namespace
+
 void PoolImpl::resumeTerminationWaitersLocked(std::unique_lock<std::mutex>& lock) {
   // Unlinks every awaiter; those T resumes go on a list through next_ (an
   // awaiter stays alive until it is resumed).
@@ -138,6 +158,10 @@ void PoolImpl::resumeTerminationWaitersLocked(std::unique_lock<std::mutex>& lock
   while (ours != nullptr) {
     TerminationWait* const following = ours->next_;
     ParkedCoroutine parked = ours->parked_;
+    if (parked.scheduler == nullptr && parked.handle && resumeOnTimerThread(parked.handle)) {
+      ours = following;  // `ours` may be gone from here on
+      continue;
+    }
     parked.resume(/*mayRunInline=*/false);  // posted: `ours` may be gone from here on
     ours = following;
   }

@@ -37,6 +37,8 @@
 
 #include <mutex>
 
+#include <stdexcept>
+
 #include "coexec/Errors.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/Time.h"
@@ -48,6 +50,12 @@ namespace detail {
 RoomWaiter::~RoomWaiter() = default;  // an unawaited task_ is released unrun by ~PendingTask
 
 bool RoomWaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context) {
+  if (awaited_) {
+    throw std::logic_error(
+        "coexec::ThreadPoolExecutor::submitWhenRoom: this awaitable was already awaited; it hands its task to the "
+        "pool once (call submitWhenRoom() again for another task)");
+  }
+  awaited_ = true;
   ThreadPoolExecutor& pool = *pool_;
   PoolImpl& p = *pool.impl_;
   if (context != nullptr) {
@@ -81,7 +89,7 @@ bool RoomWaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context)
     return false;
   }
   producerTask_ = taskOf(context);
-  parked_.park(awaiting);
+  parked_.park(awaiting, producerTask_);
   PoolImpl::FactoryErrors errors;
   RoomWaiter* ended = nullptr;
   bool refused = false;

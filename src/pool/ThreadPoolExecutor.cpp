@@ -95,8 +95,16 @@ Scheduler* currentScheduler() noexcept { return tlsScheduler; }
 
 Scheduler* exchangeCurrentScheduler(Scheduler* scheduler) noexcept { return std::exchange(tlsScheduler, scheduler); }
 
+namespace {
+// How many NoInlineResumption guards are alive on this thread.
+constinit thread_local unsigned tlsNoInlineDepth = 0;
+}  // namespace
+
+NoInlineResumption::NoInlineResumption() noexcept { ++tlsNoInlineDepth; }
+NoInlineResumption::~NoInlineResumption() { --tlsNoInlineDepth; }
+
 void resumeFor(Scheduler* scheduler, std::coroutine_handle<> handle) noexcept {
-  if (scheduler != nullptr && (scheduler != tlsScheduler || stackIsLow())) {
+  if (scheduler != nullptr && (scheduler != tlsScheduler || tlsNoInlineDepth != 0 || stackIsLow())) {
     scheduler->post(handle);  // a pool from its own thread: the worker's next continuation, after this item
   } else {
     resume(handle);

@@ -17,9 +17,17 @@ class RingBuffer {
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
 
-  void push(T value) {
+  /// Appends `value`. \throws std::bad_alloc when the array must grow and
+  /// cannot: then `value` is left as it was (it is moved only once there is
+  /// room), so a caller that keeps it loses nothing.
+  void push(T&& value) {
     if (size_ == slots_.size()) grow();
     slots_[(head_ + size_) & mask_] = std::move(value);
+    ++size_;
+  }
+  void push(const T& value) {
+    if (size_ == slots_.size()) grow();
+    slots_[(head_ + size_) & mask_] = value;
     ++size_;
   }
   /// Precondition: !empty().

@@ -14,8 +14,10 @@ bool TaskQueue::offer(PendingTask& task) {
       break;
     case WorkQueue::Kind::unbounded: break;
   }
+  // Room first: out of memory, `task` is left with the caller, untouched.
   if (isPriority()) {
     const int priority = task.priority();
+    if (heap_.size() == heap_.capacity()) heap_.reserve(std::max<std::size_t>(16, heap_.capacity() * 2));
     heap_.push_back(Entry{priority, nextSequence_++, std::move(task)});
     std::push_heap(heap_.begin(), heap_.end(), runsLater);
   } else {

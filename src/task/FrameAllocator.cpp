@@ -53,7 +53,17 @@ namespace {
 constexpr std::size_t kMinClassShift = 6;   // 64-byte blocks, header included
 constexpr std::size_t kMaxClassShift = 12;  // 4 KiB
 constexpr std::size_t kClasses = kMaxClassShift - kMinClassShift + 1;
-constexpr std::size_t kHeader = 16;  // keeps the payload aligned to 16 (max_align_t)
+// Block layout: [payload ... | Header]. The header sits in the last kHeader
+// bytes of the block, found from the payload and the size (headerOf()), so
+// the payload starts the block. A block of class c is aligned to its own size
+// (2^(c + kMinClassShift)), a large block to kLargeAlign. An object of n bytes
+// has an alignment that is a power of two no greater than n, and its block
+// holds n + kHeader bytes rounded up to a power of two, so the block's
+// alignment is a multiple of the object's, up to kLargeAlign: over-aligned
+// task states and coroutine frames (whose alignment C++20 does not pass to
+// operator new) come out aligned.
+constexpr std::size_t kHeader = 16;
+constexpr std::size_t kLargeAlign = FrameAllocator::kMaxAlignment;
 constexpr std::size_t kMaxLocal = FrameAllocator::kMaxCachedPerClass;
 constexpr std::size_t kMaxReturned = FrameAllocator::kMaxReturnedPerClass;
 // The returned blocks all fit in an empty free list (see Cache::reclaim).
@@ -93,6 +103,20 @@ struct FreeBlock {
 std::size_t classOf(std::size_t size) noexcept {
   const auto shift = static_cast<std::size_t>(std::bit_width(size - 1));  // size >= kHeader > 1
   return shift <= kMinClassShift ? 0 : shift - kMinClassShift;
+}
+
+constexpr std::size_t classBytes(std::size_t c) noexcept { return std::size_t{1} << (c + kMinClassShift); }
+
+/// The payload size of a large block rounded up so that its header is aligned.
+constexpr std::size_t largePayload(std::size_t size) noexcept { return (size + kHeader - 1) & ~(kHeader - 1); }
+
+/// A block of class `c` from the global allocator, aligned to its size; null
+/// when out of memory.
+FreeBlock* newClassBlock(std::size_t c) noexcept {
+  return static_cast<FreeBlock*>(::operator new(classBytes(c), std::align_val_t{classBytes(c)}, std::nothrow));
+}
+void deleteClassBlock(void* block, std::size_t c) noexcept {
+  ::operator delete(block, std::align_val_t{classBytes(c)});
 }
 
 struct Cache {
@@ -174,7 +198,7 @@ struct Cache {
       FreeBlock* spare = spares[c];
       spares[c] = spare->next;
       --spareCounts[c];
-      ::operator delete(spare);
+      deleteClassBlock(spare, c);
       ++dropped;
     }
     if (dropped > 0) {
@@ -185,12 +209,12 @@ struct Cache {
 
   /// The class ran dry and the caller's block came from the global
   /// allocator: takes spares into the reserve (see kMinSpares).
-  void takeSpares(std::size_t c, std::size_t blockSize) noexcept {
+  void takeSpares(std::size_t c) noexcept {
     const std::size_t room = kMaxLocal - counts[c] - spareCounts[c];
     const std::size_t wanted = std::min(room, std::max(kMinSpares, owned[c].load(std::memory_order_relaxed) / 8));
     std::size_t taken = 0;
     for (; taken < wanted; ++taken) {
-      auto* extra = static_cast<FreeBlock*>(::operator new(blockSize, std::nothrow));
+      FreeBlock* extra = newClassBlock(c);
       if (extra == nullptr) break;
       extra->next = spares[c];
       spares[c] = extra;
@@ -207,7 +231,7 @@ struct Cache {
     const std::size_t dropped = spareCounts[c];
     while (FreeBlock* spare = spares[c]) {
       spares[c] = spare->next;
-      ::operator delete(spare);
+      deleteClassBlock(spare, c);
     }
     spareCounts[c] = 0;
     limits[c] = kMaxLocal;
@@ -303,8 +327,13 @@ void trimHeap() noexcept {
 #endif
 }
 
-void* payloadOf(Header* header) noexcept { return reinterpret_cast<char*>(header) + kHeader; }
-Header* headerOf(void* payload) noexcept { return reinterpret_cast<Header*>(static_cast<char*>(payload) - kHeader); }
+/// The header of the block whose payload is `payload`, given to allocate() with
+/// `size`: the last kHeader bytes of the block (see kHeader).
+Header* headerOf(void* payload, std::size_t size) noexcept {
+  const std::size_t c = classOf(size + kHeader);
+  const std::size_t offset = c < kClasses ? classBytes(c) - kHeader : largePayload(size);
+  return reinterpret_cast<Header*>(static_cast<char*>(payload) + offset);
+}
 
 }  // namespace
 
@@ -325,36 +354,43 @@ void* FrameAllocator::allocate(std::size_t size) {
 
 namespace {
 void* allocateBlock(std::size_t size) {
-  const std::size_t total = size + kHeader;
-  const std::size_t c = classOf(total);
+  const std::size_t c = classOf(size + kHeader);
   Cache* const mine = c < kClasses ? (tlsCache != nullptr ? tlsCache : attachCache()) : nullptr;
   if (mine == nullptr) {  // a large block, or a thread that is exiting
-    auto* header = static_cast<Header*>(::operator new(total));
+    void* block = nullptr;
+    if (c < kClasses) {
+      block = newClassBlock(c);
+      if (block == nullptr) throw std::bad_alloc();
+    } else {
+      block = ::operator new(largePayload(size) + kHeader, std::align_val_t{kLargeAlign});
+    }
+    Header* header = headerOf(block, size);
     header->owner = nullptr;
-    header->cls = static_cast<std::uint32_t>(kClasses);
-    return payloadOf(header);
+    header->cls = static_cast<std::uint32_t>(c < kClasses ? c : kClasses);
+    return block;
   }
   Cache& cache = *mine;
   if (!cache.heads[c]) cache.reclaim(c);
-  Header* header = nullptr;
-  if (FreeBlock* block = cache.heads[c]) {
-    cache.heads[c] = block->next;
+  void* block = nullptr;
+  if (FreeBlock* head = cache.heads[c]) {
+    cache.heads[c] = head->next;
     --cache.counts[c];
-    header = reinterpret_cast<Header*>(block);
+    block = head;
   } else if (FreeBlock* spare = cache.spares[c]) {
     cache.spares[c] = spare->next;
     --cache.spareCounts[c];
     ++cache.limits[c];
-    header = reinterpret_cast<Header*>(spare);
+    block = spare;
   } else {
     // The class ran dry: more blocks are live than the cache holds.
-    const std::size_t blockSize = std::size_t{1} << (c + kMinClassShift);
-    header = static_cast<Header*>(::operator new(blockSize));
-    cache.takeSpares(c, blockSize);
+    block = newClassBlock(c);
+    if (block == nullptr) throw std::bad_alloc();
+    cache.takeSpares(c);
   }
+  Header* header = headerOf(block, size);
   header->owner = &cache;
   header->cls = static_cast<std::uint32_t>(c);
-  return payloadOf(header);
+  return block;
 }
 }  // namespace
 
@@ -378,18 +414,21 @@ std::size_t FrameAllocator::returnedBlocks(std::size_t size) noexcept {
   return tlsCache->returnedCount(c);
 }
 
-void FrameAllocator::deallocate(void* block, std::size_t /*size*/) noexcept {
+void FrameAllocator::deallocate(void* block, std::size_t size) noexcept {
 #if defined(COEXEC_FAULT_INJECTION)
   FaultInjection::onFrameDeallocate(block);
 #endif
-  Header* header = headerOf(block);
+  Header* header = headerOf(block, size);
   Cache* owner = header->owner;
   const std::size_t c = header->cls;
   if (owner == nullptr) {
-    ::operator delete(header);
+    if (c < kClasses)
+      deleteClassBlock(block, c);
+    else
+      ::operator delete(block, std::align_val_t{kLargeAlign});
     return;
   }
-  auto* free = reinterpret_cast<FreeBlock*>(header);
+  auto* free = static_cast<FreeBlock*>(block);
   if (owner == tlsCache) {  // null on a thread without a cache or exiting: never an owner
     if (owner->counts[c] < owner->limits[c]) {
       free->next = owner->heads[c];
@@ -407,7 +446,7 @@ void FrameAllocator::deallocate(void* block, std::size_t /*size*/) noexcept {
   }
   // Over the cap: a burst is over, give the surplus back.
   const std::size_t left = owner->owned[c].fetch_sub(1, std::memory_order_relaxed) - 1;
-  ::operator delete(header);
+  deleteClassBlock(block, c);
   // The end of a big burst: the C library's heap is full of free memory that
   // a few live blocks above it keep from going back to the system on its
   // own. Once per burst, on whichever thread frees the block that ends it.

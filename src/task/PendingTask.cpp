@@ -3,10 +3,12 @@
 #include <stdexcept>
 
 #include "coexec/Errors.h"
+#include "coexec/detail/Scheduler.h"
 
 namespace coexec {
 
 void PendingTask::abandonUnrun() noexcept {
+  const detail::NoInlineResumption noInline;  // the awaiter goes on on its scheduler, not in this call
   detail::Ref<detail::TaskCore> core = std::move(core_);
   core->abandon(std::make_exception_ptr(BrokenPromise()));  // does nothing if it started or settled
 }

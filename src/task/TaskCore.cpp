@@ -316,6 +316,9 @@ void TaskCore::abandon(std::exception_ptr reason) noexcept {
 }
 
 bool TaskCore::cancel(bool waitWhileSettling) noexcept {
+  // Whoever awaits this task (or a child cancelled with it) goes on on its
+  // scheduler, never inside the caller's cancel.
+  const NoInlineResumption noInline;
   const CancelOutcome outcome = cancelOne(waitWhileSettling);
   // A queued task never ran: no children. A running one's go with it.
   if (outcome == CancelOutcome::running || outcome == CancelOutcome::runningAgain) {
@@ -585,11 +588,22 @@ bool TaskCore::failedOnItsOwn() const noexcept {
   return stageOf(s) == kDone && (s & kCancelled) == 0 && error_ && !isOperationCancelled(error_);
 }
 
+void TaskCore::throwSecondAwait(const char* operation) {
+  throw std::logic_error(std::string("coexec::") + operation +
+                         ": the Future is already awaited by another coroutine or combinator; a Future has one "
+                         "awaiter (await it once and share the value, or give each awaiter a Future of its own)");
+}
+
 bool TaskCore::setContinuation(Continuation fn, void* arg) {
+  std::uint32_t s = state_.load(std::memory_order_acquire);
+  // A second awaiter is refused before it writes anything: the first one's
+  // continuation stays intact. (Two awaits racing on two threads at the same
+  // instant may both pass this check; the one whose CAS loses throws below.)
+  if ((s & kContinuation) != 0) throwSecondAwait("Future");
   continuation_ = fn;  // not read unless kContinuation is published below
   continuationArg_ = arg;
-  std::uint32_t s = state_.load(std::memory_order_acquire);
   while (stageOf(s) != kDone) {
+    if ((s & kContinuation) != 0) throwSecondAwait("Future");
     if (state_.compare_exchange_weak(s, s | kContinuation, std::memory_order_acq_rel, std::memory_order_acquire)) {
       return true;
     }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <new>
 
 #include "coexec/Export.h"
 
@@ -30,10 +31,20 @@ namespace coexec::detail {
 /// there are never more caches than the most such threads that were ever alive
 /// at once. Blocks in use are not counted: they are the program's.
 ///
+/// Alignment: a block of `size` bytes is aligned to the smallest power of two
+/// of at least `size + 16` bytes, capped at kMaxAlignment. An object's
+/// alignment divides its size, so any object up to kMaxAlignment-aligned fits
+/// a block of its size aligned: over-aligned task states, and coroutine frames
+/// with over-aligned locals (C++20 passes no alignment to a promise's operator
+/// new; the frame's size is all it gets).
+///
 /// Thread safety: every function may be called from any thread.
 struct COEXEC_EXPORT FrameAllocator {
   static constexpr std::size_t kMaxCachedPerClass = 1024;
   static constexpr std::size_t kMaxReturnedPerClass = 1024;
+  /// The most alignment a block is guaranteed (see Alignment above).
+  static constexpr std::size_t kMaxAlignment = 4096;
+  /// A block of at least `size` bytes, aligned as said above.
   /// \throws std::bad_alloc.
   static void* allocate(std::size_t size);
   /// `size` must be the size given to allocate(). Never throws.
@@ -56,10 +67,22 @@ struct COEXEC_EXPORT FrameAllocator {
   static std::size_t returnedBlocks(std::size_t size) noexcept;
 };
 
-/// Base for types whose instances come from the FrameAllocator.
+/// Base for types whose instances come from the FrameAllocator. Over-aligned
+/// types work: up to FrameAllocator::kMaxAlignment a block of the object's size
+/// is aligned enough; beyond it they come from the global aligned allocator.
 struct Recycled {
   static void* operator new(std::size_t size) { return FrameAllocator::allocate(size); }
   static void operator delete(void* block, std::size_t size) noexcept { FrameAllocator::deallocate(block, size); }
+  static void* operator new(std::size_t size, std::align_val_t align) {
+    if (static_cast<std::size_t>(align) <= FrameAllocator::kMaxAlignment) return FrameAllocator::allocate(size);
+    return ::operator new(size, align);
+  }
+  static void operator delete(void* block, std::size_t size, std::align_val_t align) noexcept {
+    if (static_cast<std::size_t>(align) <= FrameAllocator::kMaxAlignment)
+      FrameAllocator::deallocate(block, size);
+    else
+      ::operator delete(block, size, align);
+  }
 };
 
 }  // namespace coexec::detail

@@ -11,12 +11,14 @@
 // on. The caller's Future is therefore a LaneResult that the continuation
 // settles with what the task ended with (as TaskGroup::spawn does).
 
+#include <atomic>
 #include <condition_variable>
 #include <coroutine>
 #include <cstddef>
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -56,8 +58,15 @@ class COEXEC_EXPORT LaneState : public RefCounted {
   /// True if `task` holds the lane now.
   [[nodiscard]] bool holds(const TaskCore* task) const;
   [[nodiscard]] std::size_t queued() const;
-  /// Blocks until the lane is idle and empty.
+  /// Blocks until the lane is idle and empty; returns at once when called by
+  /// the lane's own active task (see ~SerialExecutor).
   void waitDrained();
+  /// The thread that runs a resumeOn(lane) hop marks itself while the hop's
+  /// coroutine runs (the hop holds the lane meanwhile). Never throws.
+  /// (Out of line: thread identity is never read in code that may be
+  /// inlined into a coroutine body.)
+  void enterHop() noexcept;
+  void leaveHop() noexcept;
   [[nodiscard]] ThreadPoolExecutor& pool() const noexcept { return pool_; }
 
  private:
@@ -76,6 +85,10 @@ class COEXEC_EXPORT LaneState : public RefCounted {
   std::deque<Waiting> waiting_;       // guarded by mutex_
   const TaskCore* active_ = nullptr;  // guarded by mutex_: the task that holds the lane
   bool dispatching_ = false;          // guarded by mutex_: a thread runs dispatch()
+  // The thread running the active hop's coroutine, or none. Written by that
+  // thread only, and compared only with the reader's own id: relaxed is
+  // enough (a thread sees its own writes; others never match).
+  std::atomic<std::thread::id> hopThread_{};
 };
 
 /// What the caller of SerialExecutor::submit() holds: a result that the

@@ -15,10 +15,12 @@ struct ParkedCoroutine {
   Scheduler* scheduler = nullptr;
   bool retained = false;
 
-  /// Records `awaiting` and the calling thread's scheduler. Never throws.
-  void park(std::coroutine_handle<> awaiting) noexcept {
+  /// Records `awaiting`, whose task is `awaitingTask` (null for a coroutine
+  /// of no task), and the calling thread's scheduler (held as
+  /// Scheduler::retain() decides). Never throws.
+  void park(std::coroutine_handle<> awaiting, const TaskCore* awaitingTask) noexcept {
     scheduler = currentScheduler();
-    retained = scheduler != nullptr && scheduler->retain();
+    retained = scheduler != nullptr && scheduler->retain(awaitingTask);
     handle = awaiting;
   }
   /// For a park that did not suspend after all: lets the scheduler go.

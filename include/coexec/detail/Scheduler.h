@@ -55,10 +55,18 @@ class COEXEC_EXPORT Scheduler {
   virtual void post(std::coroutine_handle<> handle) noexcept = 0;
   /// An awaiter that recorded this scheduler keeps it alive until it has
   /// posted its continuation (a syncWait loop may end before a coroutine it
-  /// started resumes). Returns false if the scheduler is not reference
-  /// counted (pools, which must outlive their coroutines): release() must
-  /// then not be called, since the scheduler may be gone once post() returns.
-  virtual bool retain() noexcept { return false; }
+  /// started resumes; a pool may be shut down and destroyed meanwhile).
+  /// `awaitingTask` is the task of the coroutine that suspends (taskOf() its
+  /// TaskContext), null for a coroutine that runs for no task, such as one of
+  /// a coroutine type foreign to coexec: the hold is decided from the
+  /// coroutine itself, never from the thread it suspends on. Returns false
+  /// when no hold was taken (a pool whose own task the coroutine belongs to:
+  /// that task keeps the pool alive): release() must then not be called.
+  /// Never blocks; never throws.
+  virtual bool retain(const TaskCore* awaitingTask) noexcept {
+    (void)awaitingTask;
+    return false;
+  }
   virtual void release() noexcept {}
   /// The timer service that sleeps of coroutines running here wait in, on
   /// the clock this scheduler keeps time by (a pool's own); null for the
@@ -140,13 +148,30 @@ inline std::coroutine_handle<> transferTo(std::coroutine_handle<> handle) noexce
 }
 
 /// Resumes `handle` for `scheduler`: inline when the calling thread already
-/// belongs to it (or it is null), otherwise posted to it. Also posted, to
+/// belongs to it (or it is null), otherwise posted to it. Always posted (to a
+/// non-null scheduler) while a NoInlineResumption is alive on the calling
+/// thread: no continuation runs inside a cancellation or a settle that user
+/// code called. Also posted, to
 /// its own thread's scheduler, when this thread's stack is running low
 /// (stackIsLow()): a long chain of awaits that complete one another (each
 /// finished task resuming the coroutine that awaited it, which finishes in
 /// turn) would otherwise nest one resumption in the next without bound.
 /// Never blocks; never throws.
 COEXEC_EXPORT void resumeFor(Scheduler* scheduler, std::coroutine_handle<> handle) noexcept;
+
+/// While one is alive on a thread, resumeFor() posts every continuation it is
+/// given to its scheduler instead of running it inline. Entry points that user
+/// code calls to cancel or drop a task (Future::cancel(), a task's
+/// cancellation through a link, dropping an unrun PendingTask) hold one, so
+/// that a coroutine awaiting that task never runs on the caller's stack (which
+/// may hold a lock the coroutine then takes). Nests. Never throws.
+class COEXEC_EXPORT NoInlineResumption {
+ public:
+  NoInlineResumption() noexcept;
+  ~NoInlineResumption();
+  NoInlineResumption(const NoInlineResumption&) = delete;
+  NoInlineResumption& operator=(const NoInlineResumption&) = delete;
+};
 
 /// True when the calling thread has less than a reserve of its stack left (a
 /// quarter of it, at least 64 KiB, kept free): code that would nest more

@@ -248,8 +248,16 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// Precondition: done. \throws std::logic_error on a second consumption.
   std::exception_ptr consume();
   /// Registers `fn(arg)` to run when the task is done. Returns false (and
-  /// registers nothing) if it is already done. At most one continuation.
+  /// registers nothing) if it is already done. At most one continuation:
+  /// \throws std::logic_error (throwSecondAwait()) if one is registered
+  /// already, before touching anything.
   bool setContinuation(Continuation fn, void* arg);
+  /// True once a continuation is registered (an awaiter watches the task).
+  [[nodiscard]] bool hasContinuation() const noexcept {
+    return (state_.load(std::memory_order_acquire) & kContinuation) != 0;
+  }
+  /// Throws the error of a second awaiter of one task. \throws std::logic_error.
+  [[noreturn]] static void throwSecondAwait(const char* operation);
   /// True once the result has been consumed (consume(): get(), co_await, a
   /// combinator taking it).
   [[nodiscard]] bool isConsumed() const noexcept { return consumed_.load(std::memory_order_acquire); }

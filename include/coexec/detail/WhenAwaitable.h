@@ -7,6 +7,7 @@
 // continuation, a Task through its completion (it is a root task: nobody
 // else awaits it).
 
+#include <array>
 #include <coroutine>
 #include <cstddef>
 #include <exception>
@@ -56,7 +57,10 @@ class FutureChild {
       throw std::logic_error(std::string("coexec::") + operation +
                              ": a Future argument is empty (default-constructed or moved from)");
     }
+    if (core_->hasContinuation()) TaskCore::throwSecondAwait(operation);
   }
+  /// The task this child watches, to refuse one Future given twice.
+  [[nodiscard]] const TaskCore* watched() const noexcept { return core_; }
   /// Watches the Future: childSettled() when it settles, at once if it has.
   void attach(FanIn& fanIn, std::size_t index) noexcept {
     fanIn_ = &fanIn;
@@ -214,6 +218,19 @@ class [[nodiscard]] WhenAwaitable final : private FanIn {
     }
     (Indices{});
   }
+  /// One Future given twice (whenAll(f, f)) would have two awaiters.
+  /// \throws std::logic_error.
+  void refuseRepeatedFutures() {
+    if constexpr (kCount > 1 && kHasFuture) {
+      std::array<const TaskCore*, kCount> watched{};
+      forEach([&](auto& child, auto i) {
+        if constexpr (!std::remove_reference_t<decltype(child)>::kIsTask) watched[i] = child.watched();
+      });
+      for (std::size_t i = 0; i < kCount; ++i)
+        for (std::size_t j = i + 1; j < kCount; ++j)
+          if (watched[i] != nullptr && watched[i] == watched[j]) TaskCore::throwSecondAwait(operation());
+    }
+  }
   /// Calls `f(child, index)` for the child at run-time `index`.
   template <class F>
   void visit(std::size_t index, F&& f) {
@@ -234,6 +251,7 @@ class [[nodiscard]] WhenAwaitable final : private FanIn {
   bool start(std::coroutine_handle<> awaiting, ::coexec::detail::TaskContext* parent) {
     try {
       forEach([](auto& child, auto) { child.validate(operation()); });
+      refuseRepeatedFutures();
       if constexpr (kHasTask) prepareTaskChildren();
     } catch (...) {
       invalid_ = std::current_exception();

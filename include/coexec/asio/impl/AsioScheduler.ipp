@@ -139,10 +139,10 @@ class AsioScheduler final : public Scheduler, public SleepTimers {
   void postOrThrow(std::coroutine_handle<> handle) {
     asio::execution::execute(
         asio::prefer(executor_, asio::execution::blocking.never, asio::execution::relationship.continuation),
-        Resume(Ref<AsioScheduler>::adopt((retain(), this)), handle));
+        Resume(Ref<AsioScheduler>::adopt((addRef(), this)), handle));
   }
-  bool retain() noexcept override {
-    refs_.fetch_add(1, std::memory_order_relaxed);
+  bool retain(const TaskCore* /*awaitingTask*/) noexcept override {
+    addRef();
     return true;
   }
   void release() noexcept override {
@@ -150,7 +150,7 @@ class AsioScheduler final : public Scheduler, public SleepTimers {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
   /// For Ref<>.
-  void addRef() noexcept { retain(); }
+  void addRef() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
 
   SleepTimers* sleepTimers() noexcept override { return this; }
 
@@ -226,7 +226,7 @@ class AsioScheduler final : public Scheduler, public SleepTimers {
         : steady(executor, deadline),
           callback(fn),
           arg(a),
-          scheduler(Ref<AsioScheduler>::adopt((owner->retain(), owner))) {}
+          scheduler(Ref<AsioScheduler>::adopt((owner->addRef(), owner))) {}
     asio::steady_timer steady;
     Callback callback;
     void* arg;
