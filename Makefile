@@ -9,6 +9,12 @@
 #   make fuzz    the libFuzzer targets, FUZZ_SECONDS each (default 60)
 #   make soak    the model-based stress driver for SOAK_SECONDS (default 600)
 #   make soak-server  the offload server under mixed load for SOAK_SECONDS (default 600)
+# and, to install the library (README, "Using coexec in a project"):
+#   make install        the library alone (Release) into PREFIX (default /usr/local); needs only
+#                       INSTALL_PACKAGES; BUILD_SHARED_LIBS=ON installs libcoexec.so instead of .a
+#   make install-tsan   the same built with -fsanitize=thread, into PREFIX (default /opt/coexec-tsan),
+#                       for programs built with -fsanitize=thread (= make install SANITIZE=thread;
+#                       SANITIZE=address: -fsanitize=address,undefined into /opt/coexec-asan)
 # and, for the API reference:
 #   make docs    the HTML reference of include/coexec/ with Doxygen into build/docs/html, failing on
 #                any warning (an undocumented public entity, a broken link); then checks that
@@ -21,6 +27,11 @@ SHELL := /bin/bash
 # libboost1.81-dev: the Boost.Asio bridge's tests and the Beast example.
 DEBIAN_PACKAGES := cmake ninja-build g++ clang lld make pkg-config libasio-dev libboost1.81-dev catch2 libfmt-dev \
   curl python3-prometheus-client
+# What `make install` needs, and no more: a compiler, CMake and Ninja, fmt (a
+# public dependency), Asio's headers for the installed Asio bridge, and
+# pkg-config for consumers of the .pc files. (With libboost1.81-dev present
+# the package also has coexec::boost_asio.)
+INSTALL_PACKAGES := cmake ninja-build g++ make pkg-config libasio-dev libfmt-dev
 # default-jdk-headless: the JDK's ThreadPoolExecutor and ForkJoinPool as peers (bench/java/).
 BENCH_PACKAGES := libtbb-dev valgrind default-jdk-headless
 # libFuzzer and its sanitizers ship with clang's runtime.
@@ -37,14 +48,30 @@ SOAK_SECONDS ?= 600
 JOBS ?= $(shell nproc)
 BUILD_FLAGS ?= -j $(JOBS)
 CTEST_FLAGS ?= -j$(JOBS) --timeout 300
+# make install: BUILD_SHARED_LIBS=ON builds a shared library; SANITIZE=thread
+# or address builds it instrumented (its own preset, build directory and
+# default prefix, so that it never replaces the plain library).
+BUILD_SHARED_LIBS ?= OFF
+SANITIZE ?=
+INSTALL_PRESET_ := install
+INSTALL_PRESET_thread := install-tsan
+INSTALL_PRESET_address := install-asan
+INSTALL_PREFIX_thread := /opt/coexec-tsan
+INSTALL_PREFIX_address := /opt/coexec-asan
+INSTALL_PRESET = $(INSTALL_PRESET_$(SANITIZE))
+INSTALL_PREFIX = $(or $(PREFIX),$(INSTALL_PREFIX_$(SANITIZE)))
 
-.PHONY: all deps bench-deps fuzz-deps docs-deps docs demo test check asan tsan clang bench bench-scaling install clean fuzz fuzz-smoke soak soak-server
+.PHONY: all deps install-deps bench-deps fuzz-deps docs-deps docs demo test check asan tsan clang bench bench-scaling \
+  install install-tsan clean fuzz fuzz-smoke soak soak-server
 
 all: test
 
 # Installs the Debian packages that are missing (as root, or through sudo).
 deps:
 	@./scripts/install-deps.sh $(DEBIAN_PACKAGES)
+
+install-deps:
+	@./scripts/install-deps.sh $(INSTALL_PACKAGES)
 
 bench-deps: deps
 	@./scripts/install-deps.sh $(BENCH_PACKAGES)
@@ -126,10 +153,17 @@ bench-scaling: bench-deps
 
 # Builds the library alone (the `install` preset: Release, no tests, no
 # examples, in build/install) and installs it, by default into /usr/local.
-install: deps
-	cmake --preset install
-	cmake --build --preset install $(BUILD_FLAGS)
-	cmake --install build/install $(if $(PREFIX),--prefix $(PREFIX),)
+# SANITIZE=thread: the `install-tsan` preset (build/install-tsan), by default
+# into /opt/coexec-tsan; SANITIZE=address: `install-asan`, /opt/coexec-asan.
+install: install-deps
+	@if [ -z "$(INSTALL_PRESET)" ]; then \
+	  echo "make install: SANITIZE must be thread or address (or unset), not '$(SANITIZE)'" >&2; exit 2; fi
+	cmake --preset $(INSTALL_PRESET) -DBUILD_SHARED_LIBS=$(BUILD_SHARED_LIBS)
+	cmake --build --preset $(INSTALL_PRESET) $(BUILD_FLAGS)
+	cmake --install build/$(INSTALL_PRESET) $(if $(INSTALL_PREFIX),--prefix $(INSTALL_PREFIX),)
+
+install-tsan:
+	$(MAKE) install SANITIZE=thread
 
 # The API reference (docs/Doxyfile: the public headers, the guides in docs/ as
 # pages, README.md as the main page) into build/docs/html; any Doxygen warning
