@@ -47,6 +47,10 @@ SOAK_SECONDS ?= 600
 # runs at once: `make test JOBS=2` on a small machine.
 JOBS ?= $(shell nproc)
 BUILD_FLAGS ?= -j $(JOBS)
+# The test targets run ctest through scripts/ctest-verdict.sh, which keeps its
+# output in build/<preset>/ctest.log and prints its verdict ("N% tests passed,
+# M tests failed out of K", and the failed tests) last; the test presets turn
+# off ctest's per-label time summary.
 CTEST_FLAGS ?= -j$(JOBS) --timeout 300
 # make install: BUILD_SHARED_LIBS=ON builds a shared library; SANITIZE=thread
 # or address builds it instrumented (its own preset, build directory and
@@ -93,24 +97,25 @@ demo: deps
 test: deps
 	cmake --preset dev
 	cmake --build --preset dev $(BUILD_FLAGS)
-	ctest --preset dev $(CTEST_FLAGS)
+	./scripts/ctest-verdict.sh run build/dev/ctest.log --preset dev $(CTEST_FLAGS)
 
 asan: deps
 	cmake --preset asan
 	cmake --build --preset asan $(BUILD_FLAGS)
-	ctest --preset asan $(CTEST_FLAGS)
+	./scripts/ctest-verdict.sh run build/asan/ctest.log --preset asan $(CTEST_FLAGS)
 
 tsan: deps
 	cmake --preset tsan
 	cmake --build --preset tsan $(BUILD_FLAGS)
-	ctest --preset tsan $(CTEST_FLAGS)
+	./scripts/ctest-verdict.sh run build/tsan/ctest.log --preset tsan $(CTEST_FLAGS)
 
 clang: deps
 	cmake --preset clang
 	cmake --build --preset clang $(BUILD_FLAGS)
-	ctest --preset clang $(CTEST_FLAGS)
+	./scripts/ctest-verdict.sh run build/clang/ctest.log --preset clang $(CTEST_FLAGS)
 
 check: test asan tsan clang fuzz-smoke
+	@./scripts/ctest-verdict.sh show build/dev/ctest.log build/asan/ctest.log build/tsan/ctest.log build/clang/ctest.log
 
 # The fuzz targets (clang, libFuzzer, ASan/UBSan) in build/fuzz.
 fuzz: fuzz-deps
