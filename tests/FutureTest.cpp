@@ -21,6 +21,7 @@
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
+#include "coexec/WhenAll.h"
 
 using namespace std::chrono_literals;
 
@@ -442,4 +443,97 @@ TEST_CASE("get with a timeout on a thread of the task's own pool is not refused:
   CHECK(outer.get() == "Future::get(timeout): the task did not finish within the timeout");
   gate.open();
   CHECK(inner.get() == 5);  // not consumed by the timed-out get
+}
+
+TEST_CASE("a second coroutine awaiting a pending Future fails at once with std::logic_error, and the first still gets "
+          "the value",
+          "[future][coroutine][bad-input]") {
+  ThreadPoolExecutor pool(2, 2, 60s, WorkQueue::bounded(8));
+  Gate gate;
+  OpenOnExit release{gate};
+  Future<int> shared = pool.submit([&] {
+    gate.wait();
+    return 11;
+  });
+  std::atomic<int> firstGot{-1};
+  Counter firstSuspended;
+  // The first awaiter suspends on the shared Future (a pool task, so that
+  // the pool keeps it and this test can wait for it).
+  Future<void> first = pool.submit([&]() -> coexec::Task<void> {
+    firstSuspended.arrive();
+    firstGot = co_await shared;
+  });
+  REQUIRE(firstSuspended.waitFor(1));
+  REQUIRE(coexec::test::eventually([&] { return pool.stats().activeCount <= 1; }));  // suspended, not running
+  auto second = [](Future<int>& f) -> coexec::Task<std::string> {
+    try {
+      (void)co_await f;
+    } catch (const std::logic_error& e) {
+      co_return e.what();
+    }
+    co_return "no exception";
+  };
+  CHECK_THAT(coexec::syncWait(second(shared)),
+             Catch::StartsWith("coexec::Future::operator co_await: the Future is already awaited by another "
+                               "coroutine or combinator"));
+  gate.open();
+  first.get();
+  CHECK(firstGot == 11);
+  pool.shutdown();
+  CHECK(pool.awaitTermination(kLong));  // nothing left suspended for ever
+}
+
+TEST_CASE("whenAll given the same Future twice fails with std::logic_error instead of losing an awaiter",
+          "[future][combinators][bad-input]") {
+  ThreadPoolExecutor pool(1, 1, 60s, WorkQueue::bounded(8));
+  Future<int> f = pool.submit([] { return 4; });
+  auto both = [](Future<int>& future) -> coexec::Task<std::string> {
+    try {
+      auto all = coexec::whenAll(future, future);
+      (void)co_await all;
+    } catch (const std::logic_error& e) {
+      co_return e.what();
+    }
+    co_return "no exception";
+  };
+  CHECK_THAT(coexec::syncWait(both(f)), Catch::StartsWith("coexec::whenAll: the Future is already awaited"));
+  CHECK(f.get() == 4);  // untouched: still the caller's to take
+}
+
+TEST_CASE("Future::cancel() called on a thread of the awaiter's pool never resumes the awaiter inside the call",
+          "[future][coroutine][cancel]") {
+  // The canceller holds a lock while it cancels (a registry of in-flight
+  // requests), and the awaiter takes the same lock when it goes on: resumed
+  // inside cancel(), it would run on the canceller's stack with the lock held
+  // (and block on it). Here the canceller marks the span of its call instead.
+  ThreadPoolExecutor home(1, 1, 60s, WorkQueue::bounded(8));
+  ThreadPoolExecutor busy(1, 1, 60s, WorkQueue::bounded(8));
+  Gate blocker;
+  OpenOnExit release{blocker};
+  Future<void> occupying = busy.submit([&] { blocker.wait(); });
+  Future<int> queued = busy.submit([] { return 1; });  // stays queued behind the blocker
+  std::atomic<bool> insideCancel{false};
+  std::atomic<int> seen{0};  // 1: resumed after cancel() returned; 2: inside it
+  Counter suspended;
+  Future<void> awaiter = home.submit([&]() -> coexec::Task<void> {
+    suspended.arrive();
+    try {
+      (void)co_await queued;
+    } catch (const OperationCancelled&) {
+    }
+    seen = insideCancel ? 2 : 1;
+  });
+  REQUIRE(suspended.waitFor(1));
+  REQUIRE(coexec::test::eventually([&] { return home.stats().activeCount == 0; }));  // suspended on `queued`
+  Future<bool> canceller = home.submit([&] {
+    insideCancel = true;
+    const bool cancelled = queued.cancel();
+    insideCancel = false;
+    return cancelled;
+  });
+  CHECK(canceller.get());
+  awaiter.get();
+  CHECK(seen == 1);
+  blocker.open();
+  occupying.get();
 }

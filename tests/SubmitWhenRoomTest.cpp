@@ -510,5 +510,27 @@ TEST_CASE("producers cancelled, timing out and admitted at once: each ends exact
   }
 }
 
+TEST_CASE("a submitWhenRoom awaitable awaited a second time throws std::logic_error and submits nothing more",
+          "[backpressure][bad-input]") {
+  ThreadPoolExecutor pool(poolOptions("roomtwice", 1, 1, WorkQueue::bounded(4)));
+  auto twice = [](ThreadPoolExecutor& target) -> Task<std::string> {
+    auto room = target.submitWhenRoom([] { return 3; });
+    Future<int> first = co_await room;
+    const int value = co_await first;
+    try {
+      (void)co_await room;
+    } catch (const std::logic_error& e) {
+      co_return std::to_string(value) + ": " + e.what();
+    }
+    co_return "no exception";
+  };
+  const std::string result = syncWait(twice(pool));
+  CHECK_THAT(result, Catch::StartsWith("3: coexec::ThreadPoolExecutor::submitWhenRoom: this awaitable was already "
+                                       "awaited"));
+  const PoolStats s = finalStats(pool);
+  CHECK(s.taskCount == 1);
+  checkLedgerAddsUp(s);
+}
+
 }  // namespace
 }  // namespace coexec::test

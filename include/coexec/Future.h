@@ -91,8 +91,15 @@ class [[nodiscard]] Future {
   /// thread), then returns its value or rethrows, like get(). The coroutine
   /// resumes on the executor it was running on when it suspended: inline if
   /// the task completes on a thread of that executor (or if it had none),
-  /// otherwise posted to it, never rejected.
-  /// \throws std::logic_error if the Future is empty or already consumed.
+  /// otherwise posted to it, never rejected; posted also when the task
+  /// settles inside a cancel() or the drop of an unrun task. A pool the
+  /// coroutine will resume on cannot terminate meanwhile, whatever type the
+  /// coroutine is. After the `co_await`, read the thread's identity with
+  /// coexec::thisThreadId(), not std::this_thread::get_id() (clang at -O1 and
+  /// above may reuse a read from before the suspension).
+  /// \throws std::logic_error if the Future is empty or already consumed, or
+  /// if another coroutine or combinator awaits it already (a Future has one
+  /// awaiter).
   detail::FutureAwaiter<R> operator co_await() & { return detail::FutureAwaiter<R>(core_); }
   /// As the lvalue overload, for a Future temporary (`co_await
   /// pool.submit([&] {...})`) or `co_await std::move(f)`: the temporary lives
@@ -139,6 +146,9 @@ class [[nodiscard]] Future {
   /// once it has settled. The work the task submitted while it ran (its
   /// children, on any pool) is cancelled the same way, on this thread, depth
   /// first; the task that submitted this one is not (docs/cancellation.md).
+  /// A coroutine awaiting this Future never goes on inside this call: it is
+  /// posted to its own scheduler (resumed here only if it has none), so a
+  /// caller may cancel while holding a lock the awaiter takes.
   /// Returns false if the task had already settled.
   /// \throws std::logic_error if empty.
   bool cancel() { return core().requestCancel(); }

@@ -6,11 +6,25 @@
 #include "coexec/detail/Scheduler.h"
 
 namespace coexec {
+namespace {
+/// The BrokenPromise a dropped task settles with when there is no memory for
+/// a new one: made when the library loads, so that dropping a task (which
+/// never throws) cannot fail for want of memory.
+const std::exception_ptr kBrokenPromise = std::make_exception_ptr(BrokenPromise());
+
+std::exception_ptr brokenPromise() noexcept {
+  try {
+    return std::make_exception_ptr(BrokenPromise());
+  } catch (...) {
+    return kBrokenPromise;
+  }
+}
+}  // namespace
 
 void PendingTask::abandonUnrun() noexcept {
   const detail::NoInlineResumption noInline;  // the awaiter goes on on its scheduler, not in this call
   detail::Ref<detail::TaskCore> core = std::move(core_);
-  core->abandon(std::make_exception_ptr(BrokenPromise()));  // does nothing if it started or settled
+  core->abandon(brokenPromise());  // does nothing if it started or settled
 }
 
 void PendingTask::run() {

@@ -1,0 +1,175 @@
+#include "coexec/ThreadPoolExecutor.h"
+
+// Coroutines of a type foreign to coexec (a fire-and-forget coroutine whose
+// promise coexec knows nothing of) awaiting coexec's awaitables: whatever
+// thread they suspend on, the scheduler they will resume on is held for them
+// (the hold is decided from the coroutine, not from the thread's current
+// task), so a pool is never freed under a coroutine suspended on it; and a
+// scheduler-less one is never resumed where it would deadlock the pool it
+// destroys.
+
+#include <atomic>
+#include <chrono>
+#include <coroutine>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "TestSupport.h"
+#include "coexec/AsCompleted.h"
+#include "coexec/Clock.h"
+#include "coexec/Future.h"
+#include "coexec/Sleep.h"
+#include "coexec/WhenAll.h"
+#include "coexec/WithTimeout.h"
+
+using namespace std::chrono_literals;
+
+using coexec::Future;
+using coexec::ManualClock;
+using coexec::ThreadPoolExecutor;
+using coexec::ThreadPoolOptions;
+using coexec::WorkQueue;
+using coexec::test::Gate;
+using coexec::test::kLong;
+
+namespace {
+
+/// A coroutine type of the user's own: starts at once, never suspends at its
+/// end (its frame frees itself), knows nothing of coexec.
+struct Detached {
+  struct promise_type {
+    Detached get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { std::terminate(); }
+  };
+};
+
+ThreadPoolOptions poolOf(const char* name, std::size_t threads, coexec::Clock* clock = nullptr) {
+  ThreadPoolOptions options;
+  options.name = name;
+  options.corePoolSize = threads;
+  options.maximumPoolSize = threads;
+  options.workQueue = WorkQueue::unbounded();
+  options.clock = clock;
+  return options;
+}
+
+/// What a suspended foreign coroutine reports when it goes on.
+struct Outcome {
+  std::atomic<int> value{-1};
+  std::atomic<bool> done{false};
+};
+
+Detached awaitFuture(Future<int>& future, Outcome& out) {
+  out.value = co_await future;
+  out.done = true;
+}
+
+Detached awaitWhenAll(Future<int>& future, Outcome& out) {
+  auto all = coexec::whenAll(future);
+  auto [value] = co_await all;
+  out.value = value;
+  out.done = true;
+}
+
+Detached awaitWithTimeout(Future<int>& future, Outcome& out) {
+  auto timed = coexec::withTimeout(future, 1h);
+  out.value = co_await timed;
+  out.done = true;
+}
+
+Detached awaitAsCompleted(std::vector<Future<int>>& futures, Outcome& out) {
+  auto completions = coexec::asCompleted(std::move(futures));
+  auto next = completions.next();
+  std::optional<Future<int>> settled = co_await next;
+  out.value = settled ? settled->get() : -2;
+  out.done = true;
+}
+
+Detached sleepThenReport(Outcome& out) {
+  auto nap = coexec::sleepFor(1h);
+  co_await nap;
+  out.value = 1;
+  out.done = true;
+}
+
+}  // namespace
+
+TEST_CASE("a foreign coroutine started by a pool task and suspended on another pool's Future holds its pool until it "
+          "resumes",
+          "[coroutine][foreign][lifetime]") {
+  // Each awaiter that records a scheduler: Future, whenAll (fan-in),
+  // withTimeout, asCompleted (a parked coroutine).
+  const auto form = GENERATE(as<std::string>{}, "Future", "whenAll", "withTimeout", "asCompleted");
+  INFO(form);
+  ThreadPoolExecutor other(poolOf("other", 1));
+  Gate release;
+  std::vector<Future<int>> futures;
+  futures.push_back(other.submit([&release] {
+    release.wait();
+    return 42;
+  }));
+  Outcome out;
+  auto pool = std::make_unique<ThreadPoolExecutor>(poolOf("home", 1));
+  // The pool task starts the coroutine, which suspends; the task returns.
+  pool->submit([&] {
+        if (form == "Future") awaitFuture(futures[0], out);
+        if (form == "whenAll") awaitWhenAll(futures[0], out);
+        if (form == "withTimeout") awaitWithTimeout(futures[0], out);
+        if (form == "asCompleted") awaitAsCompleted(futures, out);
+      })
+      .get();
+  REQUIRE_FALSE(out.done);
+  pool->shutdown();
+  // The suspended coroutine will go on on this pool: it keeps the pool from
+  // terminating (before the fix the pool terminated here, and was freed
+  // under the coroutine).
+  CHECK_FALSE(pool->awaitTermination(100ms));
+  release.open();
+  CHECK(pool->awaitTermination(kLong));
+  CHECK(out.done);
+  CHECK(out.value == 42);
+  pool.reset();
+}
+
+TEST_CASE("a foreign coroutine sleeping on a pool's clock holds the pool until the sleep ends",
+          "[coroutine][foreign][lifetime][sleep]") {
+  ManualClock clock(coexec::steadyClock().now());
+  Outcome out;
+  auto pool = std::make_unique<ThreadPoolExecutor>(poolOf("sleeper", 1, &clock));
+  pool->submit([&] { sleepThenReport(out); }).get();
+  REQUIRE_FALSE(out.done);
+  pool->shutdown();
+  CHECK_FALSE(pool->awaitTermination(100ms));
+  clock.advance(2h);
+  CHECK(pool->awaitTermination(kLong));
+  CHECK(out.done);
+  pool.reset();
+}
+
+TEST_CASE("a foreign coroutine of no scheduler that awaits whenTerminated and then destroys the pool does not deadlock",
+          "[coroutine][foreign][lifetime][termination]") {
+  auto pool = std::make_unique<ThreadPoolExecutor>(poolOf("ending", 1));
+  Gate destroyed;
+  std::atomic<bool> terminated{false};
+  // Started on this thread (no scheduler): it suspends in whenTerminated().
+  [](std::unique_ptr<ThreadPoolExecutor>& owned, std::atomic<bool>& sawTermination, Gate& done) -> Detached {
+    auto wait = owned->whenTerminated();
+    co_await wait;
+    sawTermination = owned->isTerminated();
+    owned.reset();  // close() must not wait for a hold its own resumer has
+    done.open();
+  }(pool, terminated, destroyed);
+  pool->shutdown();  // an idle pool terminates here, and resumes the awaiter
+  destroyed.wait();
+  CHECK(terminated);
+  CHECK(pool == nullptr);
+}
