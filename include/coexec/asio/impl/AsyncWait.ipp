@@ -82,12 +82,16 @@ using AsyncWaitSignature = typename detail::AsyncWaitSignature<R>::type;
 /// nor waited on by anyone else while the operation is pending). The
 /// cancellation slot follows Asio's rules: emit on the handler's executor.
 /// \note `R` must be default-constructible (for the error completion) and
-/// move-assignable; for a Future<T&> use a Future<T*>.
+/// move-assignable: for a type that is not, have the task return
+/// std::optional<T> (or std::unique_ptr<T>); for a Future<T&> use a
+/// Future<T*>.
 template <class R, class CompletionToken>
 auto asyncWait(Future<R>& future, CompletionToken&& token) {
   static_assert(std::is_void_v<R> || (std::is_default_constructible_v<R> && std::is_move_assignable_v<R>),
                 "coexec::asyncWait: the Future's value type must be default-constructible (it is passed, "
-                "default-constructed, with the exception_ptr of a failed task) and move-assignable");
+                "default-constructed, with the exception_ptr of a failed task) and move-assignable. For a type "
+                "that is not, have the task return std::optional<T> (or std::unique_ptr<T>) and wait for that "
+                "Future; for a Future<T&>, use a Future<T*>");
   return asio::async_initiate<CompletionToken, AsyncWaitSignature<R>>(detail::AsyncWaitInitiation<R>{}, token,
                                                                       detail::asyncWaitCore(future));
 }
