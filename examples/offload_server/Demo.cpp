@@ -102,22 +102,25 @@ Outcome runConfiguration(const Configuration& configuration, std::size_t threads
 
   Outcome outcome;
   const bool live = isatty(STDOUT_FILENO) != 0;
-  std::size_t reportedPhase = 0;
+  std::size_t reportedPhase = 0;  // not a terminal: the phases whose end line is printed
+  LoadProgress lastProgress;
+  const auto line = [&](std::string_view phase, const LoadProgress& progress, const coexec::PoolStats& stats) {
+    return fmt::format("  {:<20} {:<14} sent {:>6}  ok {:>6}  503 {:>6}  waiting {:>5}  p99 {:>8.1f} ms  queue {:>5}",
+                       configuration.name, phase, progress.sent, progress.ok, progress.rejected, progress.outstanding,
+                       progress.recentP99Ms, stats.queueSize);
+  };
   const auto onProgress = [&](const LoadProgress& progress) {
     const coexec::PoolStats stats = pool.stats();
     outcome.largestQueue = std::max(outcome.largestQueue, stats.queueSize + stats.localQueueSize);
-    const auto line = [&](std::string_view phase) {
-      return fmt::format("  {:<20} {:<14} sent {:>6}  ok {:>6}  503 {:>6}  waiting {:>5}  p99 {:>8.1f} ms  queue {:>5}",
-                         configuration.name, phase, progress.sent, progress.ok, progress.rejected, progress.outstanding,
-                         progress.recentP99Ms, stats.queueSize);
-    };
+    lastProgress = progress;
     if (live) {
-      fmt::print("\r\033[K{}", line(progress.phase < phases.size() ? phases[progress.phase].name : "draining"));
+      fmt::print("\r\033[K{}",
+                 line(progress.phase < phases.size() ? phases[progress.phase].name : "draining", progress, stats));
       std::fflush(stdout);
-    } else if (progress.phase != reportedPhase) {
+    } else {
       // Not a terminal: one line as each phase ends.
-      fmt::print("{}\n", line(phases[reportedPhase].name + " ended"));
-      reportedPhase = progress.phase;
+      for (; reportedPhase < progress.phase; ++reportedPhase)
+        fmt::print("{}\n", line(phases[reportedPhase].name + " ended", progress, stats));
     }
   };
   LoadGenerator generator(server.port(), fmt::format("/work?n={}", n), maxConnections);
@@ -125,6 +128,23 @@ Outcome runConfiguration(const Configuration& configuration, std::size_t threads
   outcome.phases = generator.run(phases, kProgressInterval, onProgress, kDrainLimit, drain);
   outcome.drainSeconds = drain.count();
   if (live) fmt::print("\r\033[K");
+  // Not a terminal: the end lines of the phases that ended after the last
+  // report (a backlog that drains at once leaves no report while draining),
+  // with the run's final counts.
+  if (!live && reportedPhase < phases.size()) {
+    LoadProgress end = lastProgress;
+    end.sent = end.ok = end.rejected = end.failed = 0;
+    for (const PhaseResult& result : outcome.phases) {
+      end.sent += result.sent;
+      end.ok += result.ok;
+      end.rejected += result.rejected;
+      end.failed += result.failed;
+    }
+    end.outstanding = end.sent - end.ok - end.rejected - end.failed;
+    const coexec::PoolStats stats = pool.stats();
+    for (; reportedPhase < phases.size(); ++reportedPhase)
+      fmt::print("{}\n", line(phases[reportedPhase].name + " ended", end, stats));
+  }
   fmt::print("  {:<20} done\n", configuration.name);
 
   server.stop();
