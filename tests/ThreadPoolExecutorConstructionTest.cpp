@@ -162,14 +162,12 @@ TEST_CASE("an explicit maximumPoolSize is checked as given: 0, or below corePool
                                  {"maximumPoolSize", "0"});
   }
   SECTION("{.corePoolSize = 0, .maximumPoolSize = 0}") {
-    requireInvalidArgumentNaming(
-        thrownBy([] { ThreadPoolExecutor pool({.corePoolSize = 0, .maximumPoolSize = 0}); }),
-        {"maximumPoolSize", "0"});
+    requireInvalidArgumentNaming(thrownBy([] { ThreadPoolExecutor pool({.corePoolSize = 0, .maximumPoolSize = 0}); }),
+                                 {"maximumPoolSize", "0"});
   }
   SECTION("{.corePoolSize = 4, .maximumPoolSize = 2}") {
-    requireInvalidArgumentNaming(
-        thrownBy([] { ThreadPoolExecutor pool({.corePoolSize = 4, .maximumPoolSize = 2}); }),
-        {"corePoolSize (4)", "maximumPoolSize (2)"});
+    requireInvalidArgumentNaming(thrownBy([] { ThreadPoolExecutor pool({.corePoolSize = 4, .maximumPoolSize = 2}); }),
+                                 {"corePoolSize (4)", "maximumPoolSize (2)"});
   }
 }
 
