@@ -91,6 +91,9 @@ template <class T>
 /// is copied into it.
 /// \note The executor's context must run until the coroutine leaves it or
 /// finishes.
+/// \note After the hop, read the thread's id with coexec::thisThreadId(), not
+/// std::this_thread::get_id(): clang at -O1 and above may reuse a get_id()
+/// read before the `co_await` and return the old thread's id (ThisThread.h).
 template <AsioExecutor Executor>
 [[nodiscard]] detail::AsioResumeOnAwaiter<Executor> resumeOn(const Executor& executor) {
   return detail::AsioResumeOnAwaiter<Executor>(executor);
