@@ -25,6 +25,7 @@
 #include "coexec/Clock.h"
 #include "coexec/Future.h"
 #include "coexec/Sleep.h"
+#include "coexec/Task.h"
 #include "coexec/WhenAll.h"
 #include "coexec/WithTimeout.h"
 
@@ -107,9 +108,13 @@ TEST_CASE("a foreign coroutine started by a pool task and suspended on another p
           "resumes",
           "[coroutine][foreign][lifetime]") {
   // Each awaiter that records a scheduler: Future, whenAll (fan-in),
-  // withTimeout, asCompleted (a parked coroutine).
+  // withTimeout, asCompleted (a parked coroutine); started by a callable
+  // task or by a coroutine task of the pool (which is in flight while it
+  // runs: the thread's current task then holds the pool, the coroutine's
+  // own does not).
   const auto form = GENERATE(as<std::string>{}, "Future", "whenAll", "withTimeout", "asCompleted");
-  INFO(form);
+  const bool fromCoroutineTask = GENERATE(false, true);
+  INFO(form << (fromCoroutineTask ? ", started by a coroutine task" : ", started by a callable task"));
   ThreadPoolExecutor other(poolOf("other", 1));
   Gate release;
   std::vector<Future<int>> futures;
@@ -120,13 +125,21 @@ TEST_CASE("a foreign coroutine started by a pool task and suspended on another p
   Outcome out;
   auto pool = std::make_unique<ThreadPoolExecutor>(poolOf("home", 1));
   // The pool task starts the coroutine, which suspends; the task returns.
-  pool->submit([&] {
-        if (form == "Future") awaitFuture(futures[0], out);
-        if (form == "whenAll") awaitWhenAll(futures[0], out);
-        if (form == "withTimeout") awaitWithTimeout(futures[0], out);
-        if (form == "asCompleted") awaitAsCompleted(futures, out);
-      })
-      .get();
+  const auto start = [&] {
+    if (form == "Future") awaitFuture(futures[0], out);
+    if (form == "whenAll") awaitWhenAll(futures[0], out);
+    if (form == "withTimeout") awaitWithTimeout(futures[0], out);
+    if (form == "asCompleted") awaitAsCompleted(futures, out);
+  };
+  if (fromCoroutineTask) {
+    pool->submit([&start]() -> coexec::Task<void> {
+          start();
+          co_return;
+        })
+        .get();
+  } else {
+    pool->submit(start).get();
+  }
   REQUIRE_FALSE(out.done);
   pool->shutdown();
   // The suspended coroutine will go on on this pool: it keeps the pool from
@@ -145,7 +158,11 @@ TEST_CASE("a foreign coroutine sleeping on a pool's clock holds the pool until t
   ManualClock clock(coexec::steadyClock().now());
   Outcome out;
   auto pool = std::make_unique<ThreadPoolExecutor>(poolOf("sleeper", 1, &clock));
-  pool->submit([&] { sleepThenReport(out); }).get();
+  pool->submit([&out]() -> coexec::Task<void> {
+        sleepThenReport(out);
+        co_return;
+      })
+      .get();
   REQUIRE_FALSE(out.done);
   pool->shutdown();
   CHECK_FALSE(pool->awaitTermination(100ms));

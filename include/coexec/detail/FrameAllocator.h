@@ -81,7 +81,7 @@ struct Recycled {
     if (static_cast<std::size_t>(align) <= FrameAllocator::kMaxAlignment)
       FrameAllocator::deallocate(block, size);
     else
-      ::operator delete(block, size, align);
+      ::operator delete(block, align);
   }
 };
 
