@@ -1,10 +1,13 @@
 #pragma once
 
-// Implementation of coexec::Task<T>: the promise and the awaiters.
+// Implementation of coexec::Task<T>: the promise and the awaiters, and on
+// GCC 12 the refusal of Task parameters that take a lambda over.
 
 #include <coroutine>
+#include <cstddef>
 #include <exception>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -215,3 +218,99 @@ inline Task<void> TaskPromise<void>::get_return_object() noexcept {
 }
 
 }  // namespace coexec::detail
+
+/// 1 where a Task coroutine may not take over a lambda that is not trivially
+/// destructible (see std::coroutine_traits<coexec::Task<T>, Params...> below):
+/// on GCC 12 and older, unless COEXEC_ALLOW_GCC12_CLOSURE_PARAMETERS is
+/// defined.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ <= 12 && !defined(COEXEC_ALLOW_GCC12_CLOSURE_PARAMETERS)
+#define COEXEC_DETAIL_REFUSE_CLOSURE_PARAMETERS 1
+#else
+#define COEXEC_DETAIL_REFUSE_CLOSURE_PARAMETERS 0
+#endif
+
+#if COEXEC_DETAIL_REFUSE_CLOSURE_PARAMETERS
+namespace coexec::detail {
+
+/// GCC's __PRETTY_FUNCTION__ for T: "... prettyTypeName() [with T = <T>]".
+template <class T>
+constexpr const char* prettyTypeName() noexcept {
+  return __PRETTY_FUNCTION__;
+}
+
+/// True if `T` (no reference, no cv) is a lambda's closure type. The
+/// language has no trait for it; GCC names every closure type
+/// "<scope>::<lambda(<parameters>)>" and no other type ends in such a group,
+/// so this reads the name GCC gives `T`. A class with an operator() of its
+/// own (std::function among them) is no closure: GCC builds its temporaries
+/// with a constructor, and destroys them once.
+template <class T>
+constexpr bool isClosureType() noexcept {
+  constexpr std::string_view pretty = prettyTypeName<T>();
+  constexpr std::string_view prefix = "[with T = ";
+  const std::size_t start = pretty.find(prefix);
+  if (start == std::string_view::npos || !pretty.ends_with("]")) return false;
+  const std::string_view name = pretty.substr(start + prefix.size(), pretty.size() - 1 - start - prefix.size());
+  if (!name.ends_with(">")) return false;
+  // The '<' that opens the last template-argument-like group of the name.
+  int depth = 0;
+  std::size_t open = name.size();
+  while (open > 0) {
+    --open;
+    if (name[open] == '>') {
+      ++depth;
+    } else if (name[open] == '<' && --depth == 0) {
+      break;
+    }
+  }
+  if (depth != 0) return false;
+  return name.substr(open).starts_with("<lambda(") && (open == 0 || name.substr(0, open).ends_with("::"));
+}
+
+/// True for a coroutine parameter of declared type `P` through which a Task
+/// takes over a lambda that GCC 12 frees twice when the lambda is written
+/// inside a co_await expression: `P` is not an lvalue reference (it is the
+/// closure itself or an rvalue reference to it, which a temporary and
+/// std::move of a named lambda alike bind to: the two cannot be told apart)
+/// and the closure is not trivially destructible (a capture owns something).
+/// Asks no more of `P` than it must: a coroutine lambda's own closure type,
+/// its implicit object parameter, is incomplete here.
+template <class P>
+constexpr bool takesOverOwningClosure() noexcept {
+  using Closure = std::remove_cvref_t<P>;
+  if constexpr (std::is_lvalue_reference_v<P> || !std::is_class_v<Closure>) {
+    return false;
+  } else if constexpr (!isClosureType<Closure>()) {
+    return false;
+  } else {
+    return !std::is_trivially_destructible_v<Closure>;
+  }
+}
+
+}  // namespace coexec::detail
+
+/// The promise of a Task coroutine, Task::promise_type as without this
+/// specialization. On GCC 12 and older it also refuses, at compile time, a
+/// Task coroutine with a parameter for which
+/// coexec::detail::takesOverOwningClosure() holds, such as `template <class F>
+/// Task<R> offload(ThreadPoolExecutor& pool, F f)` given `[s] {...}` with `s`
+/// a std::string: called as `co_await offload(pool, [s] {...})`, GCC 12 frees
+/// the copy of `s` twice. Accepted: parameters of lvalue reference type (`F&`,
+/// `const F&`, and `F&&` given a named lambda), and lambdas that are
+/// trivially destructible (capture-less, or capturing references, pointers
+/// and integers). Defining COEXEC_ALLOW_GCC12_CLOSURE_PARAMETERS turns the
+/// refusal off. See docs/coroutines.md, "GCC 12 bugs and the safe forms".
+template <class T, class... Params>
+struct std::coroutine_traits<coexec::Task<T>, Params...> {
+  static_assert(!(coexec::detail::takesOverOwningClosure<Params>() || ...),
+                "coexec: GCC 12 miscompiles temporaries in a co_await expression; name the lambda first, or capture "
+                "by reference: auto work = [s] {...}; co_await offload(pool, work); with the parameter taken by "
+                "reference, template <class F> Task<R> offload(ThreadPoolExecutor& pool, F&& f), or [&s] {...}  "
+                "(refused because this Task coroutine takes a lambda that is not trivially destructible by value or "
+                "as an rvalue: written inside a co_await expression, as in co_await offload(pool, [s] {...}), it is "
+                "destroyed twice by GCC 12, and a capture that owns memory, such as a std::string, is freed twice. "
+                "COEXEC_ALLOW_GCC12_CLOSURE_PARAMETERS turns this check off. See docs/coroutines.md, \"GCC 12 bugs "
+                "and the safe forms\")");
+  using promise_type = coexec::detail::TaskPromise<T>;
+};
+#endif
