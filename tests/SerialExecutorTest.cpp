@@ -21,6 +21,7 @@
 #include "CoroutineTestSupport.h"
 #include "DeathTestSupport.h"
 #include "TestSupport.h"
+#include "coexec/ResumeOn.h"
 #include "coexec/Sleep.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"
