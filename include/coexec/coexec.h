@@ -31,6 +31,7 @@
 #include "coexec/ThreadDump.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/ThreadPoolOptions.h"
+#include "coexec/Version.h"
 #include "coexec/WhenAll.h"
 #include "coexec/WhenAny.h"
 #include "coexec/WithTimeout.h"

@@ -1,6 +1,9 @@
 # Installs the built project into a temporary prefix, then builds two
-# consumers against it: a CMake one (find_package(coexec) -> coexec::coexec,
-# building examples/routing.cpp, examples/hello.cpp and, with the installed
+# consumers against it: a CMake one (find_package(coexec MAJOR.MINOR) ->
+# coexec::coexec, after checking that the package refuses the next major and,
+# before 1.0, the next minor version; building consumer/version_consumer.cpp,
+# which checks coexec/Version.h against the version the root CMakeLists.txt
+# declares, examples/routing.cpp, examples/hello.cpp and, with the installed
 # Asio bridge header, examples/asio_bridge.cpp; and, when the package has
 # coexec::boost_asio, consumer/boost_asio_consumer.cpp) and pkg-config ones:
 # consumer/pkgconfig_consumer.cpp with `pkg-config coexec`, and
@@ -11,6 +14,13 @@
 
 include("${CMAKE_CURRENT_LIST_DIR}/Run.cmake")
 
+# The version the project declares: project(coexec VERSION x.y.z ...).
+file(READ "${SOURCE_DIR}/CMakeLists.txt" root_lists)
+if(NOT root_lists MATCHES "project\\(coexec VERSION ([0-9]+\\.[0-9]+\\.[0-9]+)")
+  message(FATAL_ERROR "no project(coexec VERSION x.y.z) in ${SOURCE_DIR}/CMakeLists.txt")
+endif()
+set(version "${CMAKE_MATCH_1}")
+
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
@@ -20,8 +30,13 @@ run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install/consumer" -B "${WORK_DIR}/c
     "-DCMAKE_CXX_COMPILER=${CXX}" "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
     "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}" "-DEXAMPLE_SOURCE=${SOURCE_DIR}/examples/routing.cpp"
     "-DHELLO_SOURCE=${SOURCE_DIR}/examples/hello.cpp" "-DASIO_SOURCE=${SOURCE_DIR}/examples/asio_bridge.cpp"
-    "-DBOOST_ASIO_SOURCE=${SOURCE_DIR}/tests/install/consumer/boost_asio_consumer.cpp")
+    "-DBOOST_ASIO_SOURCE=${SOURCE_DIR}/tests/install/consumer/boost_asio_consumer.cpp"
+    "-DEXPECTED_VERSION=${version}")
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/consumer")
+run("${WORK_DIR}/consumer/version_consumer")
+if(NOT last_output MATCHES "coexec ${version} ")
+  message(FATAL_ERROR "version_consumer built against the installed package did not print ${version}:\n${last_output}")
+endif()
 run("${WORK_DIR}/consumer/routing")
 if(NOT last_output MATCHES "all four routes behaved")
   message(FATAL_ERROR "the consumer built against the installed package did not run correctly:\n${last_output}")
@@ -57,6 +72,11 @@ endif()
 find_program(PKG_CONFIG pkg-config REQUIRED)
 file(GLOB pcdir "${prefix}/lib*/pkgconfig" "${prefix}/lib/*/pkgconfig")
 set(ENV{PKG_CONFIG_PATH} "${pcdir}")
+run(${PKG_CONFIG} --modversion coexec)
+string(STRIP "${last_output}" pc_version)
+if(NOT pc_version STREQUAL version)
+  message(FATAL_ERROR "pkg-config --modversion coexec says '${pc_version}', the project ${version}")
+endif()
 run(${PKG_CONFIG} --cflags --libs coexec)
 string(STRIP "${last_output}" pkgflags)
 # The consumer chooses the standard (C++20 or later): the .pc must not.
@@ -70,6 +90,9 @@ run(${CXX} -std=c++20 ${extra} "${SOURCE_DIR}/tests/install/consumer/pkgconfig_c
     "-Wl,-rpath,${libdir}" -o "${WORK_DIR}/pkgconfig_consumer")
 run("${WORK_DIR}/pkgconfig_consumer")
 string(STRIP "${last_output}" pkgconfig_result)
+if(NOT pkgconfig_result MATCHES "coexec ${version}")
+  message(FATAL_ERROR "pkgconfig_consumer did not print coexec ${version}:\n${pkgconfig_result}")
+endif()
 
 # The Asio bridge with pkg-config: asio_bridge.cpp (Asio coroutines) needs the
 # definitions of coexec-asio.pc on clang. Built with clang++ when this build
