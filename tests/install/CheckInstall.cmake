@@ -9,7 +9,8 @@
 # consumer/pkgconfig_consumer.cpp with `pkg-config coexec`, and
 # examples/asio_bridge.cpp with `pkg-config coexec-asio`, built with clang
 # where there is one (the compiler Asio needs the .pc's definitions for).
-# Runs them all.
+# Runs them all. Checks that the license is installed and named in the .pc
+# files.
 # Inputs: BUILD_DIR SOURCE_DIR WORK_DIR CXX GENERATOR CXX_FLAGS LINKER_FLAGS
 
 include("${CMAKE_CURRENT_LIST_DIR}/Run.cmake")
@@ -24,6 +25,21 @@ set(version "${CMAKE_MATCH_1}")
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${prefix}")
+
+# The license is installed with the package and named in its .pc files.
+if(NOT EXISTS "${prefix}/share/doc/coexec/LICENSE_1_0.txt")
+  message(FATAL_ERROR "the license was not installed as share/doc/coexec/LICENSE_1_0.txt")
+endif()
+file(GLOB pc_files "${prefix}/lib*/pkgconfig/*.pc" "${prefix}/lib/*/pkgconfig/*.pc")
+if(NOT pc_files)
+  message(FATAL_ERROR "no .pc file was installed")
+endif()
+foreach(pc IN LISTS pc_files)
+  file(STRINGS "${pc}" license REGEX "^License: BSL-1\\.0$")
+  if(NOT license)
+    message(FATAL_ERROR "${pc} has no `License: BSL-1.0` line")
+  endif()
+endforeach()
 
 # 1. CMake consumer.
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install/consumer" -B "${WORK_DIR}/consumer" -G "${GENERATOR}"
