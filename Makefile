@@ -15,6 +15,8 @@
 #   make install-tsan   the same built with -fsanitize=thread, into PREFIX (default /opt/coexec-tsan),
 #                       for programs built with -fsanitize=thread (= make install SANITIZE=thread;
 #                       SANITIZE=address: -fsanitize=address,undefined into /opt/coexec-asan)
+#   make package        the Debian package libcoexec-dev_<version>_<arch>.deb and the source tarball
+#                       coexec-<version>.tar.gz (the tracked files) with CPack, into build/package
 # and, for the API reference:
 #   make docs    the HTML reference of include/coexec/ with Doxygen into build/docs/html, failing on
 #                any warning (an undocumented public entity, a broken link); then checks that
@@ -32,6 +34,10 @@ DEBIAN_PACKAGES := cmake ninja-build g++ clang lld make pkg-config libasio-dev l
 # pkg-config for consumers of the .pc files. (With libboost1.81-dev present
 # the package also has coexec::boost_asio.)
 INSTALL_PACKAGES := cmake ninja-build g++ make pkg-config libasio-dev libfmt-dev
+# make package: what make install needs, and git (the source tarball holds
+# the files git tracks). CPack writes the .deb itself; dpkg, which names the
+# architecture, is on every Debian system; dpkg-dev is not needed.
+PACKAGE_PACKAGES := $(INSTALL_PACKAGES) git dpkg
 # default-jdk-headless: the JDK's ThreadPoolExecutor and ForkJoinPool as peers (bench/java/).
 BENCH_PACKAGES := libtbb-dev valgrind default-jdk-headless
 # libFuzzer and its sanitizers ship with clang's runtime.
@@ -65,8 +71,8 @@ INSTALL_PREFIX_address := /opt/coexec-asan
 INSTALL_PRESET = $(INSTALL_PRESET_$(SANITIZE))
 INSTALL_PREFIX = $(or $(PREFIX),$(INSTALL_PREFIX_$(SANITIZE)))
 
-.PHONY: all deps install-deps bench-deps fuzz-deps docs-deps docs demo test check asan tsan clang bench bench-scaling \
-  install install-tsan clean fuzz fuzz-smoke soak soak-server
+.PHONY: all deps install-deps package-deps bench-deps fuzz-deps docs-deps docs demo test check asan tsan clang bench \
+  bench-scaling install install-tsan package clean fuzz fuzz-smoke soak soak-server
 
 all: test
 
@@ -76,6 +82,9 @@ deps:
 
 install-deps:
 	@./scripts/install-deps.sh $(INSTALL_PACKAGES)
+
+package-deps:
+	@./scripts/install-deps.sh $(PACKAGE_PACKAGES)
 
 bench-deps: deps
 	@./scripts/install-deps.sh $(BENCH_PACKAGES)
@@ -169,6 +178,16 @@ install: install-deps
 
 install-tsan:
 	$(MAKE) install SANITIZE=thread
+
+# The packages (cmake/Packaging.cmake) from the `package` preset (Release, the
+# library alone, in build/package): build/package/libcoexec-dev_<version>_<arch>.deb
+# (install it with `apt install ./build/package/libcoexec-dev_*.deb`) and
+# build/package/coexec-<version>.tar.gz. The test install.debianPackageBuildsAndIsConsumed
+# (make test) builds and consumes the same packages from the dev build.
+package: package-deps
+	cmake --preset package
+	cmake --build --preset package $(BUILD_FLAGS)
+	cd build/package && cpack --config CPackConfig.cmake && cpack --config CPackSourceConfig.cmake
 
 # The API reference (docs/Doxyfile: the public headers, the guides in docs/ as
 # pages, README.md as the main page) into build/docs/html; any Doxygen warning
