@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Heap allocations per operation on coexec, counted by a replacement global
 // operator new (every thread; coexec's frame recycler falls back to
 // ::operator new, so a block it cannot recycle is counted too). Each

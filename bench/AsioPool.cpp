@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The benchmark workloads on standalone Asio's asio::thread_pool (+ co_spawn
 // where coroutines apply). Same workloads and parameters as CoexecPool.cpp.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The benchmark workloads on coexec::ThreadPoolExecutor (see Harness.h and
 // run.sh; AsioPool.cpp and TbbPool.cpp run the same workloads on the peers).
 

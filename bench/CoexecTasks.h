@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // The coroutines the coexec benchmarks run, shared by CoexecPool.cpp (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // The one harness every benchmark binary shares (STYLE.md, "Benchmarks").

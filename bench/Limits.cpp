@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // bench_limits: what the machine's primitives cost, the figures behind the
 // scaling model in docs/performance.md ("Scaling: where it stops"). Each
 // probe runs 5 times; the table gives the median with min-max.

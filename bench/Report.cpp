@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Turns the samples of one bench/run.sh session into the ratio table, the
 // scheduler goals, bench results.csv, docs/perf/latest.md and latest.svg;
 // in run.sh's scaling mode, the scaling table (docs/perf/scaling.md).

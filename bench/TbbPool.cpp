@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The benchmark workloads on oneTBB: tbb::task_arena::enqueue for
 // fire-and-forget tasks, tbb::task_group for chains and fork/join. Same
 // workloads and parameters as CoexecPool.cpp.

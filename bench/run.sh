@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Runs the coexec benchmarks against asio::thread_pool, oneTBB and the JDK's
 # ThreadPoolExecutor (tpe) and ForkJoinPool (fjp), and reports them side by
 # side (make bench). Usage: bench/run.sh [build-dir]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Copies the latest benchmark results (docs/perf/latest.md, written by
 # bench/run.sh) into the docs, between their `<!-- bench:begin -->` and
 # `<!-- bench:end -->` lines:

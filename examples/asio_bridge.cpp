@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // An io_context that offloads CPU work to a bounded coexec pool and gets the
 // results back on its own thread: asyncWait() from an Asio coroutine, a
 // timeout with awaitable_operators' ||, and a coexec Task that hops

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // beast_server: an HTTP/1.1 server on Boost.Beast and Boost.Asio coroutines
 // that hands CPU work to a bounded coexec::ThreadPoolExecutor and awaits the
 // result back on its io_context with coexec::basio::asyncWait, as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Cancellation is cooperative: a task that takes a CancellationToken sees
 // Future::cancel() and shutdownNow() through it; a queued task that is
 // cancelled never starts.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Fan-out / fan-in with coroutines only: count the lines, words and bytes of
 // every regular file under some directories, one pool task per file, then
 // combine the counts. No thread blocks on a Future: main runs one coroutine

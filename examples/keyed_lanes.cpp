@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // An order-event processor: events for 64 accounts arrive interleaved; each
 // account's events must be applied in order, one at a time, while different
 // accounts proceed in parallel on a pool of 4 threads. A KeyedExecutor gives

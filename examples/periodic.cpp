@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A small job scheduler: one pool runs a periodic metrics flush, a poll that
 // backs off while its backend is down, a report job that fails, and two
 // one-shot jobs.

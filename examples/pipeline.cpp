@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Backpressure: a coroutine reads a stream of items far faster than a
 // bounded pool can process them, and paces itself with submitWhenRoom():
 // while the pool is full it suspends (its thread free) instead of being

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // What each rejection policy does with a task a saturated pool cannot admit:
 // one thread (busy), a queue of one (full), and a third task.
 //

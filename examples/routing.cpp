@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The four admission routes of a ThreadPoolExecutor, made visible on a tight
 // pool: core 1, max 2, a queue of 1, and the callerRuns policy.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Scatter-gather: one request fans out to simulated backends with different
 // latencies and failure rates, with the combinators:
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Retry with back-off: a coroutine on a pool calls a flaky operation and,
 // between attempts, sleeps with co_await coexec::sleepFor(), which holds no
 // thread: the pool's one thread runs other work meanwhile. Then a sleep from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/ThreadPoolExecutor.h"
 
 // Allocation failures from the standard library under the pool's lock: the

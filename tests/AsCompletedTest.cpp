@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/AsCompleted.h"
 
 // asCompleted(futures): co_await next() yields the inputs in the order they

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #if COEXEC_TEST_BOOST_ASIO
 #include "coexec/boost_asio.h"
 #else

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The pool's Asio executor (asioExecutor, AsioPoolExecutor): post /
 // dispatch / defer / co_spawn run on the pool, and what a rejection does on
 // each path.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // coexec Tasks on an Asio executor (AsioScheduler.h): spawn()
 // and its Future, resumeOn() hops between an io_context and a pool, and
 // sleeps on the io_context's timers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // asyncWait: every completion token, where the handler runs, outstanding
 // work, cancellation (||, parallel_group, a raw slot, raced against the
 // settlement), rejected tasks, and the graceful-shutdown order.

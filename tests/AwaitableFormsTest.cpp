@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/ThreadPoolExecutor.h"
 
 // The forms of `co_await` that hand coexec a callable inside the co_await

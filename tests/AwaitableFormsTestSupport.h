@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // The capture kinds of the awaitable-forms matrix (AwaitableFormsTest,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Cancellation that flows (docs/cancellation.md), one task at a time: submit/execute with a token, a
 // coroutine suspended on a Future or a sleep resumed with OperationCancelled, and currentToken().
 #include "coexec/CurrentToken.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Cancellation that flows through trees of tasks (docs/cancellation.md): children linked to the task
 // that submits them, links released when a task settles, and linking racing a concurrent cancel.
 #include "coexec/CurrentToken.h"

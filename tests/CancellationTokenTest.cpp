@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/CancellationToken.h"
 
 // CancellationSource / CancellationToken / CancellationRegistration: the

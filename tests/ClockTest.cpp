@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/Clock.h"
 
 // The clocks: SteadyClock reads the real time; a ManualClock's time stands

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The core headers do not bring in Asio, standalone or Boost's: only
 // <coexec/asio.h> and <coexec/boost_asio.h> do. The
 // umbrella header includes every public header (and through them the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/LatencyHistogram.h"
 
 // The run time of coroutine tasks (ThreadPoolOptions::recordLatency): the sum

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The captures of a coroutine lambda run by a ThreadPoolExecutor: kept alive until the coroutine
 // finishes, released before its Future settles, with nothing else submitted; a Task's frame too.
 #include "coexec/ThreadPoolExecutor.h"

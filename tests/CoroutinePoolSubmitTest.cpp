@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Submitting coroutine tasks to a ThreadPoolExecutor: submit/execute of a Task<R> or of a callable
 // returning one, the misuse refused, exceptions, ping-pong, fire-and-forget, blocking waits refused.
 #include "coexec/ThreadPoolExecutor.h"

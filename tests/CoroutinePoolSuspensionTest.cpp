@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A coroutine task that suspends on a ThreadPoolExecutor: where it resumes (affinity), its
 // continuation admitted on a full or shut-down pool, stats(), cancellation, callerRuns.
 #include "coexec/ThreadPoolExecutor.h"

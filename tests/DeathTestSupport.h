@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // Death tests for Catch2 v2, which has none: a test runs its own executable

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/Executors.h"
 
 // The presets: each one's configuration read back from the pool it builds,

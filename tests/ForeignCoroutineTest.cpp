@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/ThreadPoolExecutor.h"
 
 // Coroutines of a type foreign to coexec (a fire-and-forget coroutine whose

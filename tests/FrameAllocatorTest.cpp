@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/detail/FrameAllocator.h"
 
 // The frame allocator: per-thread free lists by size class, blocks freed on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/Future.h"
 
 // Future<R>, the blocking side: get / get(timeout) / wait / waitFor, single

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/Task.h"
 
 // Regression tests for two GCC 12 coroutine bugs (clang 14 gets both right),

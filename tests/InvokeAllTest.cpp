@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/ThreadPoolExecutor.h"
 
 // co_await pool.invokeAll(tasks) / invokeAny(tasks), with and without a

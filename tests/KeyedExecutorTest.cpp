@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/KeyedExecutor.h"
 
 // KeyedExecutor: per-key order and no overlap across many keys, different

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The scheduler's two lock-free queues on their own, under contention: the
 // MPMC ring that takes submissions from outside the pool, and the Chase-Lev
 // deque behind each worker's local queue. Every value pushed is taken exactly

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The coexec side of every mapping in docs/migrating-from-java.md and
 // docs/migrating-from-python.md: each snippet between `snippet:begin <name>`
 // and `snippet:end` is copied verbatim into the doc (checked by the test

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/detail/FrameAllocator.h"
 
 // Over-aligned types in the pool: results, captures and coroutine frames with

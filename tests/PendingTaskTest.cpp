@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/PendingTask.h"
 
 // PendingTask: the runnable side of a task that has not run, as a rejection

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/RejectionPolicy.h"
 
 // The production rejection policies: abortWithReport (the report's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/Prometheus.h"
 
 // writePrometheus(): the values of a real pool's ledger, the families' names

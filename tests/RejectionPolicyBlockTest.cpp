@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // RejectionPolicy::block(timeout): the producer waits for room, is released by a shutdown, gives up
 // after its timeout, is woken by room in a local queue; a pool task that blocks on its own pool.
 #include "coexec/RejectionPolicy.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The built-in rejection policies on a saturated and on a shut-down pool (REJ-01..10): what the
 // submitter sees, what each policy does to the work, RejectedExecution's message.
 #include "coexec/RejectionPolicy.h"

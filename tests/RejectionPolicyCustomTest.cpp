@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Custom rejection handlers, and a task in a policy's hands: the standard policies called by hand
 // (REJ-11), a coroutine run by callerRuns or newThreadRuns; construction, names, tryExecute.
 #include "coexec/RejectionPolicy.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // Helpers shared by the rejection policy tests (RejectionPolicyBuiltInTest,

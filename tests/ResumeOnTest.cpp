@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/ResumeOn.h"
 
 // co_await resumeOn(pool): from outside the pool the hop is new work that goes

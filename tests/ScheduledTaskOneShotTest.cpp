@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // One-shot scheduled tasks (schedule()): the deadline on the pool's clock, cancel, admission, the
 // steady clock, bad input; keep-alive on the pool's clock, the memory of cancelled timers.
 #include "coexec/ThreadPoolExecutor.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Periodic schedules (scheduleAtFixedRate, scheduleWithFixedDelay) and their PeriodicHandle: the
 // grid and the delay, errors, cancel, the steady clock, misuse, a run that cannot be allocated.
 #include "coexec/ThreadPoolExecutor.h"

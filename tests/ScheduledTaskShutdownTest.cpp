@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Scheduled tasks and shutdown: delayed one-shot tasks run on, periodic schedules end, shutdownNow
 // cancels the timers (LIF-05, LIF-13), and every schedule form is refused afterwards (REJ-12).
 #include "coexec/ThreadPoolExecutor.h"

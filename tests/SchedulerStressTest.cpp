@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Stress tests for the scheduler core's concurrent parts: admission racing at
 // a bounded queue's capacity, work stealing racing shutdownNow(), and
 // workers parking and waking while single tasks trickle in. Each loop keeps a

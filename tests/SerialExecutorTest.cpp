@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/SerialExecutor.h"
 
 // SerialExecutor: FIFO, one task at a time, on a pool; coroutine tasks hold

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/Sizing.h"
 
 // The sizing arithmetic, with exact expected values (docs/sizing.md works

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/Sleep.h"
 
 // co_await sleepFor(d) / sleepUntil(t): the coroutine suspends for at least

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // ThreadPoolExecutor::submitWhenRoom(): a producer coroutine suspends while
 // the pool has no room, and its task is admitted when room appears; FIFO
 // among waiting producers; the ends of a wait without admission (timeout,

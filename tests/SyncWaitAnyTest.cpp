@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/SyncWait.h"
 
 // syncWait(awaitable): every awaitable of the library and user awaitables,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/SyncWait.h"
 
 // syncWait(task): returns the value or rethrows; coroutines that suspend

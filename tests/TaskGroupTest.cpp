@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/TaskGroup.h"
 
 // TaskGroup: spawn() -> Future, co_await join(); the first failure cancels

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/TaskLocal.h"
 
 // TaskLocal: a Scope binds a value for the code of its task (or thread) and

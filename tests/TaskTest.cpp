@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/Task.h"
 
 // Task<T>: lazy start; values, void, references and move-only values;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/ThisThread.h"
 
 // Thread identity inside a coroutine that moves between threads, in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/ThreadDump.h"
 
 // dumpThreads() and task names: a named task running on a worker shows with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/ThreadPoolExecutor.h"
 
 // Thread factories that fail (RTE-06 and RTE-07 of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Constructing a ThreadPoolExecutor (CON): validation through every constructor, the getters, the
 // runtime setters' refusals, empty callables and names, and a pool destroyed by one of its own tasks.
 #include "coexec/ThreadPoolExecutor.h"

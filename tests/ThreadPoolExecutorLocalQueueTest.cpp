@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A pool's local queues and its lock-free ring: a pool thread's own submissions run newest first or
 // are stolen oldest first, shutdownNow's order, FIFO through the ring, purge racing submissions.
 #include "coexec/ThreadPoolExecutor.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Task routing of ThreadPoolExecutor (RTE): a core thread, then the queue, then an extra thread, then
 // the rejection policy; cancel + purge, a task object run 1000 times, the contract over configurations.
 #include "coexec/ThreadPoolExecutor.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Joining where the joiner stands: a coroutine on a pool thread that awaits
 // the Future of a task the pool has not started yet (fork/join work, queued on
 // a worker's local queue) runs that task at once, on its own thread, inside

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The ThreadPoolOptions hooks (HK-01..05, ported from ../shared/reference/jdk-executor-behaviours.md
 // with their numbers): beforeExecute/afterExecute, TaskInfo, the exceptions, the terminated hook.
 #include "coexec/ThreadPoolOptions.h"

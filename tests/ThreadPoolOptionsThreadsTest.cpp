@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // ThreadPoolOptions' defaults, the uncaught-exception handler, thread names and the thread factory,
 // and a terminated hook that throws (bad input, docs/reliability.md).
 #include "coexec/ThreadPoolOptions.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Dynamic resizing (RSZ) and keep-alive (KA) of ThreadPoolExecutor: prestarting core threads, core
 // and maximum sizes changed at run time, idle threads timing out, core time-out.
 #include "coexec/ThreadPoolExecutor.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Shutting a pool down: isShutdown, isTerminating, isTerminated and awaitTermination, shutdown()
 // letting the tasks finish, shutdownNow() returning the queued ones and cancelling the running ones.
 #include "coexec/ThreadPoolExecutor.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // How a pool reaches TERMINATED: with no thread, once terminated (LIF-07), past cancelled tasks
 // (LIF-10), through close() and the destructor (LIF-11), and only after a guest coroutine has left.
 #include "coexec/ThreadPoolExecutor.h"

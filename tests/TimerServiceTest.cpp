@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "scheduler/TimerService.h"
 
 // The timer service (internal, src/scheduler/): callbacks run once when due,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/ThreadPoolOptions.h"
 
 // No silently lost failure: a submitted task that fails and whose result

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/WhenAll.h"
 
 // co_await whenAll(t1, t2, ...): Futures and Tasks, values in a tuple in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/WhenAny.h"
 
 // co_await whenAny(t1, t2, ...): the first child to settle wins (its index

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/WithTimeout.h"
 
 // withTimeout(task, d) and withTimeout(future, d): the value before the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/WorkQueue.h"
 
 // The work queue kinds: their description, their validation, the capacity a

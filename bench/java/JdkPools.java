@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The benchmark workloads on the JDK's own pools (Java 17), the peers of
 // CoexecPool.cpp where a workload maps onto them:
 //   tpe  java.util.concurrent.ThreadPoolExecutor (LinkedBlockingQueue unless

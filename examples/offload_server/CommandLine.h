@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // The command line of offload_server: `serve` with its options, or `demo`.

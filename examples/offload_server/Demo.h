@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // `offload_server demo`: the server in-process, driven by its own load

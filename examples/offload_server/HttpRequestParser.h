@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // An HTTP/1.1 request parser with a pure interface: the bytes received so far

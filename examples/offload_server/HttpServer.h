@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // The HTTP/1.1 server: an acceptor and its connections on an io_context run

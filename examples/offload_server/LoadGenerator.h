@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // An open-loop HTTP load generator on Asio coroutines: requests leave at a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // offload(pool, job): the one place where the server hands CPU work to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // The CPU work the server offloads: counting primes with a segmented sieve,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // offload_server: an HTTP/1.1 server on Asio coroutines that hands CPU work
 // (counting primes) to a bounded coexec::ThreadPoolExecutor and awaits the
 // result back on its io_context; `demo` shows what bounded admission does

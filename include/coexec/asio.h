@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 /// The Asio bridge (standalone Asio 1.22, `#include <asio.hpp>`): with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 /// The Boost.Asio bridge (Boost 1.81, `#include <boost/asio.hpp>`): the same

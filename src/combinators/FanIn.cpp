@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // FanIn: how the children of a combinator settle into the awaiter, and who
 // resumes the awaiting coroutine.
 //

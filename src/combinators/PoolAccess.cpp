@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // What the combinators reach in a pool through detail::CombinatorAccess: its
 // timer service (timeouts on the pool's clock), its uncaught-exception
 // handler (a TaskGroup destroyed while its children ran), its identity

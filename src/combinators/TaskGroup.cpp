@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // TaskGroup: children linked into the group while they run, the first
 // failure cancelling the rest, join() parked until the group is idle, and
 // the destructor that cancels and waits when join() was skipped.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Cancellation that flows into what a coroutine awaits: the link a Future's
 // awaiter makes between the awaiting task's token and the awaited task
 // (FutureAwaiter, withTimeout on a Future). The links between tasks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The coroutine layer's compiled parts: syncWait's run loop, resumeOn's hop,
 // the checks that refuse blocking waits on a pool's own threads, and the error
 // for starting a Task twice, and thisThreadId() (out of line on purpose: see

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // sleepFor / sleepUntil: a suspended coroutine waits in the timer service of
 // the scheduler it runs on (or the process-wide steady one); the timer's
 // callback, or the cancellation of the coroutine's task token, hands it back

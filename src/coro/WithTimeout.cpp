@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // withTimeout: a coroutine waits for a piece of work (a Task it starts as a
 // task of its own, or a Future's task) and a timer at once; the timer
 // cancels the work, and the coroutine goes on once the work has settled.

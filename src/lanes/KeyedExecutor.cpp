@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // KeyedExecutor: a fixed array of SerialExecutors on one pool; a key's lane
 // is chosen by a mixed hash (KeyedExecutor.h). No state of its own beyond
 // the array, which is never resized: lane() needs no lock.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The lane: a FIFO of tasks handed to a pool one at a time (LaneState), and
 // the hop of `co_await resumeOn(lane)`.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/LatencyHistogram.h"
 
 // Bucket layout (see LatencyHistogram): index v for v < 64; above, for a

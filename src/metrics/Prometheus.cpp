@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "coexec/Prometheus.h"
 
 // The Prometheus text exposition (format 0.0.4) of PoolStats.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The presets of Executors.h: each builds a ThreadPoolOptions with a bounded
 // thread count, named threads and abort(); only the *Unbounded ones have an
 // unbounded queue. No state, no locks.

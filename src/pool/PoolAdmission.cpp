@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Admission: the Java routing of a new task (core thread -> queue -> extra
 // thread -> rejection policy), the lock-free fast paths into the shared
 // ring, thread creation (and its retry when the factory fails with work

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Coroutines on the pool: a continuation resuming here after an await
 // (post), a coroutine yielding to the work already waiting (postYield), the
 // end of a coroutine task, which may come on any thread (coroutineFinished),

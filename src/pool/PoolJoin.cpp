@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Joining where the joiner stands (ForkJoinPool's lesson): a coroutine on a
 // thread of a pool that awaits the Future of a task the pool has not started
 // yet, one that sits on a worker's local queue (fork/join work: submitted

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // ThreadPoolOptions::recordLatency: the timed run of a task and the merge of
 // the workers' histograms.
 //

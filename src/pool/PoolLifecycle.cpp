@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The lifecycle: RUNNING -> SHUTDOWN (no new tasks; queued ones and
 // continuations finish) or STOP (shutdownNow: queues drained and returned,
 // tokens of running and suspended tasks cancelled) -> TERMINATED, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A worker's local queue and its neighbours: submissions from the pool's own
 // threads (tryPushLocal), the worker's yields, popping and stealing, and the
 // drains that take local work out for shutdownNow() and discardOldest().

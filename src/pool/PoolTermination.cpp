@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // whenTerminated(): coroutines waiting for a pool to be TERMINATED, without
 // a thread. See detail/TerminationAwaiter.h for the contract.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A pool's timers: schedule(), scheduleAtFixedRate(), scheduleWithFixedDelay(),
 // and the keep-alive alarms of a pool on a ManualClock.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The worker loop and scheduling: what a worker runs next and how it waits.
 //
 // Order of service for a worker: its next-continuation slot, a yield that is

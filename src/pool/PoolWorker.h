@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // A pool worker's state and the per-thread counters of PoolImpl (PoolImpl.h

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // abortWithReport()'s rate-limited report (see RejectionReporter.h).
 
 #include "pool/RejectionReporter.h"

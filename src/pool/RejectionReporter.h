@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // RejectionPolicy::abortWithReport(): the sink and its rate limit, shared by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // submitWhenRoom(): producers waiting for room (backpressure that suspends a
 // coroutine instead of refusing its task or blocking its thread).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The sizing arithmetic of Sizing.h. No state.
 
 #include "coexec/Sizing.h"

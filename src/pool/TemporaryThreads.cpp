@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // RejectionPolicy::newThreadRuns(): a rejected task run on a temporary
 // thread, outside the pool's bounds.
 //

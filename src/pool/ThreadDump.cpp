@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // dumpThreads(): what each worker does, read under the pool's lock (the
 // worker list, the idle stack) while the workers go on (their running task
 // is read from their own counters' line, relaxed), and the formatters of

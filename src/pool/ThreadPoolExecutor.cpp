@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The public face of ThreadPoolExecutor: construction and validation of the
 // options, the default thread factory, the configuration getters and
 // stats(). The behaviour lives in the files beside it:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A pool's uncaught-exception sink, and the report armed on a submitted task
 // that failed: it runs from the task's destructor if the result was never
 // consumed (see TaskCore::armUnobservedReport and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // Where a pool's uncaught exceptions go: the handler (or stderr), shared by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // A cheap monotonic time stamp for diagnostics (the age of a running task in

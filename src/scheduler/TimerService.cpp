@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The timer service (see TimerService.h for its invariants and locking), the
 // clocks' compiled parts, and ManualClock::advance(), which fires the timers
 // of the services registered with it.

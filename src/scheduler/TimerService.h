@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // A timer service: callbacks run once when their deadline comes on a Clock.

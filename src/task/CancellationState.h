@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The state behind CancellationSource, CancellationToken and
 // CancellationRegistration (private: src/task/CancellationToken.cpp and
 // src/task/StopTokenBridge.cpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The test-only fault points (coexec/detail/FaultInjection.h). Everything here
 // is atomics with relaxed order: the counters count events and order nothing,
 // and the countdown needs only that exactly one caller sees it reach 1 (a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // NoDestructor<T>: a T built in place, in the storage of the object that holds
 // it, and never destroyed.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // CancellationToken <-> std::stop_token.
 //
 // CancellationToken::stopToken(): the state's lazily made std::stop_source

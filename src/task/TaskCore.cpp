@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Task state: the stage word, results, blocking waits, and the cancellation
 // links (see TaskCore.h for the stages and docs/cancellation.md for the
 // rules).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The compiled part of TaskLocal: the thread's own bindings (for code that
 // runs outside any task) and the release of a binding list.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The process-wide table of task names. Writers (internTaskName) take
 // mutex_; readers (taskNameAt) load an entry without a lock: an entry is
 // published (release) after its string is built, and never changes or goes

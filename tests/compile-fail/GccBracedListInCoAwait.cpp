@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Built by the CTest test compileFail.gccBracedListInCoAwait, never linked:
 // a GCC 12 bug that tests/GccCoroutineBugsTest.cpp relies on and that no
 // coexec code is involved in. GCC 12 does not compile a braced list

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Built by the CTest test compileFail.syncWaitNotAwaitable, never linked. On
 // every compiler the line marked `expect-error` must fail with coexec's
 // static_assert that says what syncWait takes, and nothing else may fail.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Built by the CTest test compileFail.withTimeoutTemporaryFuture, never
 // linked there. On GCC 12 and older each line marked `expect-error` must
 // fail with coexec's static_assert that names the fix, and nothing else may

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Checks that the README's examples list (its "## Examples" section, up to
 # the next "## " heading) names every example: each examples/*.cpp file and
 # each directory under examples/, as the text examples/<name> (a link to it).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Checks that every ```cpp block of README (a file) is an excerpt of one of
 # the EXAMPLES (files, separated by '|'): its lines appear verbatim and
 # consecutively in that file, starting at the beginning of a line, so that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Checks that every snippet of SOURCE (the lines between `// snippet:begin
 # <name>` and `// snippet:end`, less the indentation of the begin line)
 # appears verbatim in one of DOCS (a list of files, separated by '|').

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Fuzzes offload::HttpRequestParser (examples/offload_server/HttpRequestParser.h).
 //
 // The input is the byte stream a client sends on one connection. It is fed to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // libFuzzer target: the bytes are decoded into a stress program (a pool
 // configuration and operations on up to two producer threads, see
 // tests/stress/model/Program.h: any bytes make a valid program), which runs

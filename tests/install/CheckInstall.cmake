@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Installs the built project into a temporary prefix and checks it there
 # (CheckConsumers.cmake: the version, the license, CMake and pkg-config
 # consumers).

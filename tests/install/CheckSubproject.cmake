@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 cmake_minimum_required(VERSION 3.25)
 
 # Builds tests/install/subproject twice, consuming coexec from its source tree

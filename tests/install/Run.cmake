@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # run(COMMAND...): runs a command and stops the script with its output if it
 # fails; its standard output is left in `last_output`. Shared by the install
 # and subproject checks.

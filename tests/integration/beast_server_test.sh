@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Integration test of examples/beast_server.cpp (Boost.Beast + the Boost.Asio
 # bridge) with Debian's curl as the client (and bash's /dev/tcp for the
 # request curl will not send). Usage:

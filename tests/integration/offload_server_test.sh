@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Integration test of examples/offload_server with Debian's curl as the client
 # (and bash's /dev/tcp for the requests curl will not send). Usage:
 #   offload_server_test.sh path/to/offload_server

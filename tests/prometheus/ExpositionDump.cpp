@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Runs pools to a known ledger and writes, for check_exposition.py:
 //
 //   prometheus_ExpositionDump EXPOSITION_FILE EXPECTED_FILE

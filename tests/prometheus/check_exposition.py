@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSL-1.0
 """Parses coexec's Prometheus exposition with Prometheus' own Python parser.
 
     check_exposition.py PATH_TO_prometheus_ExpositionDump

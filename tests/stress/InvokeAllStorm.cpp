@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // invokeAll under a storm: 1,000 rounds of invokeAll over 1..32 tasks, some
 // failing at random, some slow and watching their token, awaited three ways:
 // from the test thread through syncWait; from a coroutine on another pool

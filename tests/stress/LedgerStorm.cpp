@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The ledger under a storm: several producers submit and execute quick,
 // throwing, slow and token-aware tasks, cancel some of them, against pools of
 // every queue kind and rejection policy; the pool is then stopped with

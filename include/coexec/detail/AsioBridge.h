@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // The parts of the Asio bridge that do not depend on Asio, shared by both

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // How the combinators (invokeAll/invokeAny, whenAll/whenAny, asCompleted,

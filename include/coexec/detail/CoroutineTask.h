@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // A pool task whose body is a coroutine: a Task<R>, or a callable returning

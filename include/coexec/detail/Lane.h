@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // Implementation of coexec::SerialExecutor: the lane's state, the record that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // What coexec needs to refuse, on GCC 12, exactly the `co_await` forms that

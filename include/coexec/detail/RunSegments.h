@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // The run time of a coroutine task (ThreadPoolOptions::recordLatency): the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // Implementation of coexec::Task<T>: the promise and the awaiters, and on

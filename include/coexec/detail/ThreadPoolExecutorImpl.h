@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // The bodies of ThreadPoolExecutor's member templates (declared, with their

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // The awaitable behind whenAll() and whenAny(): a fixed set of children,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A consumer of the installed coexec::boost_asio: a pool task awaited from a
 // Boost.Asio coroutine with coexec::basio::asyncWait, and a coexec Task spawned
 // on the io_context with coexec::basio::spawn.

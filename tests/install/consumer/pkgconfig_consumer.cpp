@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Built with nothing but `pkg-config --cflags --libs coexec`.
 #include <coexec/coexec.h>
 

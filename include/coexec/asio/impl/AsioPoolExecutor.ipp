@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Part of the Asio bridge: the Asio executor that runs function objects on a
 // ThreadPoolExecutor through its admission.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Part of the Asio bridge, compiled once per flavour (see
 // AsioPoolExecutor.ipp, which is included before it): coexec coroutines on
 // an Asio executor (an io_context's): spawn(executor, task),

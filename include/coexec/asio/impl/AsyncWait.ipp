@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Part of the Asio bridge, compiled once per flavour (see
 // AsioPoolExecutor.ipp, which is included before it): asyncWait, the Asio
 // asynchronous operation that waits for a coexec::Future.
