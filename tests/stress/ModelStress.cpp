@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The model-based stress driver: generates programs from seeds (a random pool
 // configuration and random operations on several producer threads, see
 // model/Program.h), runs each on a fresh pool and checks every promise
@@ -21,6 +22,7 @@
 // Exit 0 when every program passed; 1 and the failing program's seed, its
 // description and the violations otherwise.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -127,6 +129,8 @@ int runStress(const Settings& s) {
                                   : static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
   if (!s.replay) fmt::print("model stress: first seed {}, {} s\n", first, s.seconds);
   std::uint64_t programs = 0, tasks = 0, started = 0, futures = 0, handles = 0, returned = 0, admitted = 0;
+  std::uint64_t foreign = 0, foreignOnWorkers = 0, aligned = 0;
+  std::array<std::uint64_t, 4> foreignOutcomes{};
   auto lastReport = start;
   for (std::uint64_t seed = first;; ++seed) {
     const Program program = coexec::stress::generate(seed);
@@ -140,6 +144,11 @@ int runStress(const Settings& s) {
     handles += report.handles;
     returned += report.pendingReturned;
     admitted += report.admitted;
+    foreign += report.foreign;
+    foreignOnWorkers += report.foreignOnWorkers;
+    aligned += report.alignedResults;
+    for (std::size_t i = 0; i < foreignOutcomes.size(); ++i)
+      foreignOutcomes[i] += report.foreignOutcomes[i];
     if (!report.ok()) {
       printFailure(program, report);
       return 1;
@@ -157,8 +166,11 @@ int runStress(const Settings& s) {
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   fmt::print(
       "model stress: {} programs in {:.1f} s (seeds {}..{}): {} tasks created, {} ran, {} admitted by the pools, "
-      "{} Futures and {} periodic handles settled as their tasks allow, {} drained tasks accounted; 0 lost\n",
-      programs, elapsed, first, first + programs - 1, tasks, started, admitted, futures, handles, returned);
+      "{} Futures and {} periodic handles settled as their tasks allow, {} drained tasks accounted; {} foreign "
+      "coroutines ended once ({} started on a worker, ended before its pool terminated; from the task they awaited: "
+      "{} values, {} errors, {} cancellations, {} refusals), {} over-aligned results aligned and intact; 0 lost\n",
+      programs, elapsed, first, first + programs - 1, tasks, started, admitted, futures, handles, returned, foreign,
+      foreignOnWorkers, foreignOutcomes[0], foreignOutcomes[1], foreignOutcomes[2], foreignOutcomes[3], aligned);
   fmt::print("{} passed, 0 failed\n", programs);
   return 0;
 }

@@ -1,11 +1,14 @@
+// SPDX-License-Identifier: BSL-1.0
 // The task bodies of a stress program (callables and coroutines that are
-// quick, throw, spin on their token, sleep or spawn children) and the
-// coroutines that drive its combinators; each records what it did for the
-// checks (Checks.cpp).
+// quick, throw, spin on their token, sleep, spawn children, start a coroutine
+// foreign to coexec, or carry over-aligned payloads) and the coroutines that
+// drive its combinators; each records what it did for the checks
+// (Checks.cpp).
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <coroutine>
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -47,6 +50,8 @@ const char* toString(Role role) {
     case Role::driver: return "a combinator's driver";
     case Role::periodic: return "a periodic schedule";
     case Role::keyed: return "a keyed task";
+    case Role::foreign: return "a foreign coroutine";
+    case Role::foreignAwaited: return "a task awaited by a foreign coroutine";
   }
   return "?";
 }
@@ -62,12 +67,15 @@ bool spin(std::uint32_t micros, const CancellationToken& token) {
 }
 
 /// The body of a child: derived from its id, so that it needs no storage.
+/// Only a parent of depth > 0 has children that spawn children of their own
+/// (children, foreign, aligned): nesting ends at depth 0.
 Op childOp(const Op& parent, std::uint32_t id) {
   const std::uint64_t h = mix(id + 0x9e3779b97f4a7c15ULL * (parent.depth + 1));
-  static constexpr Body kBodies[] = {Body::quick, Body::throws, Body::spin, Body::sleep, Body::children};
+  static constexpr Body kBodies[] = {Body::quick,    Body::throws,  Body::spin,   Body::sleep,
+                                     Body::children, Body::foreign, Body::aligned};
   Op op;
   op.kind = OpKind::submitCoroutine;
-  op.body = kBodies[h % (parent.depth > 0 ? 5 : 4)];
+  op.body = kBodies[h % (parent.depth > 0 ? 7 : 4)];
   op.micros = static_cast<std::uint32_t>((h >> 8) % 300);
   op.fanout = 1 + static_cast<std::uint32_t>((h >> 20) % 3);
   op.arg = static_cast<std::uint32_t>((h >> 28) % 8);
@@ -95,6 +103,141 @@ void spawnDetached(Run& run, const Op& op, const CancellationToken& token) {
   }
 }
 
+/// Marks the members of a combinator as returned-from, and checks that each
+/// has settled (or never started).
+void combinatorReturned(Run& run, const std::vector<std::uint32_t>& ids, const char* what) {
+  for (std::uint32_t cid : ids) {
+    Record& m = run.records()[cid];
+    m.combinatorReturned = true;
+    if (m.starts.load() != 0 && m.end.load() == End::none) {
+      run.violation(fmt::format("{} returned while its task {} was still running (a {} {})", what, cid,
+                                m.coroutine.load() ? "coroutine" : "callable", toString(m.body.load())));
+    }
+  }
+}
+
+// ---- foreign coroutines and over-aligned payloads --------------------------
+
+/// A coroutine type of the user's own, foreign to coexec: it starts at once,
+/// never suspends at its end (its frame frees itself), and hands what escapes
+/// it to the run (Run::foreignEnded). coexec knows nothing of its promise.
+struct Foreign {
+  struct promise_type {
+    template <class... Rest>
+    explicit promise_type(Run* run, std::uint32_t id, Rest&... /*rest*/) noexcept : run(run), id(id) {}
+    Foreign get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { run->foreignEnded(id, std::current_exception(), nullptr); }
+    Run* run;
+    std::uint32_t id;
+  };
+};
+
+/// Foreign coroutine `id`: sleeps a little (unless `op.micros` is a multiple
+/// of 3), then awaits `future` (if valid) directly or through whenAll.
+Foreign foreignCoroutine(Run* run, std::uint32_t id, Op op, Future<int> future) {
+  run->foreignStarted(id);
+  Record& r = run->records()[id];
+  if (op.micros % 3 != 0) {
+    r.sleeping = true;
+    auto nap = sleepFor(std::chrono::microseconds(op.micros % 300));
+    co_await nap;
+    r.sleeping = false;
+  }
+  int value = 0;
+  if (future.valid()) {
+    if ((op.arg & 2U) != 0) {
+      auto all = whenAll(future);
+      auto [v] = co_await all;
+      value = v;
+    } else {
+      value = co_await future;
+    }
+  }
+  run->foreignEnded(id, nullptr, future.valid() ? &value : nullptr);
+}
+
+/// Submits a child and starts a foreign coroutine that awaits its Future; the
+/// coroutine outlives the calling body. `token`: the calling task's.
+void startForeign(Run& run, const Op& op, const CancellationToken& token) {
+  const std::uint32_t fid = run.records().add(Role::foreign);
+  const std::uint32_t cid = run.records().add(Role::foreignAwaited);
+  Record& f = run.records()[fid];
+  f.awaits = cid;
+  f.parentToken = token;
+  run.records()[cid].parentToken = token;
+  Future<int> future;
+  try {
+    future = run.pool().submit(coroBody(&run, cid, childOp(op, cid)));
+  } catch (...) {
+    run.classify(std::current_exception(), "a task submitting a foreign coroutine's task");
+  }
+  try {
+    foreignCoroutine(&run, fid, childOp(op, fid), std::move(future));
+  } catch (...) {  // no memory for its frame: it never started
+    run.classify(std::current_exception(), "the start of a foreign coroutine");
+  }
+}
+
+/// Executes an over-aligned callable (its Wide64 result dropped).
+/// `token`: the calling task's.
+void spawnAligned(Run& run, const Op& op, const CancellationToken& token) {
+  const std::uint32_t cid = run.records().add(Role::detachedExecute);
+  run.records()[cid].parentToken = token;
+  const Op child = childOp(op, cid);
+  try {
+    run.pool().execute([&run, cid, child, pad = padOf(cid)](const CancellationToken& token) {
+      (void)alignedCallableBody(run, cid, child, token, pad);
+    });
+  } catch (...) {
+    run.classify(std::current_exception(), "a task executing an over-aligned child");
+  }
+}
+
+Wide64 alignedCallableBody(Run& run, std::uint32_t id, const Op& op, const CancellationToken& token, const Pad32& pad) {
+  begin(run, id, Body::aligned, false);
+  Record& r = run.records()[id];
+  checkPad(run, id, pad, "in its running body");
+  if ((op.arg & 3U) == 1U) {
+    r.end = End::threw;
+    throw StressError(id);
+  }
+  if (spin(op.micros % 300, token) && (op.arg & 1U) != 0) {
+    r.end = End::cancelled;
+    throw OperationCancelled();
+  }
+  r.end = End::returned;
+  return wideOf(id);
+}
+
+Task<Wide64> alignedCoroBody(Run* run, std::uint32_t id, Op op) {
+  begin(*run, id, Body::aligned, true);
+  Record& r = run->records()[id];
+  const Pad32 pad = padOf(id);  // held across the sleep: in the frame
+  checkPad(*run, id, pad, "in its coroutine frame");
+  if ((op.arg & 3U) == 1U) {
+    r.end = End::threw;
+    throw StressError(id);
+  }
+  if (op.micros % 300 != 0) {
+    bool cancelled = false;
+    try {
+      co_await sleepFor(std::chrono::microseconds(op.micros % 300));
+    } catch (const OperationCancelled&) {
+      cancelled = true;
+    }
+    if (cancelled) {
+      r.end = End::cancelled;
+      throw OperationCancelled();
+    }
+    checkPad(*run, id, pad, "in its coroutine frame after a sleep");
+  }
+  r.end = End::returned;
+  co_return wideOf(id);
+}
+
 int callableBody(Run& run, std::uint32_t id, const Op& op, const CancellationToken& token) {
   begin(run, id, op.body, false);
   Record& r = run.records()[id];
@@ -110,6 +253,8 @@ int callableBody(Run& run, std::uint32_t id, const Op& op, const CancellationTok
       }
       break;
     case Body::detached: spawnDetached(run, op, token); break;
+    case Body::foreign: startForeign(run, op, token); break;
+    case Body::aligned: spawnAligned(run, op, token); break;
   }
   r.end = End::returned;
   return valueOf(id);
@@ -209,6 +354,63 @@ Task<int> coroBody(Run* run, std::uint32_t id, Op op) {
       spawnDetached(*run, op, token);
       break;
     }
+    case Body::foreign: {
+      CancellationToken token;
+      try {
+        token = co_await currentToken();  // may create it (std::bad_alloc)
+      } catch (...) {
+        run->classify(std::current_exception(), "a task starting a foreign coroutine");
+      }
+      startForeign(*run, op, token);
+      break;
+    }
+    case Body::aligned: {
+      // Two children whose results are alignas(64), a callable whose
+      // capture is alignas(32) and a coroutine, awaited through whenAll or
+      // one by one: members of this fan-out, which may absorb a failure.
+      const std::uint32_t a = run->records().add(Role::member);
+      const std::uint32_t b = run->records().add(Role::member);
+      run->records()[a].memberOf = run->records()[b].memberOf = "an over-aligned fan-out";
+      const Op first = childOp(op, a);
+      const Op second = childOp(op, b);
+      Future<Wide64> fa;
+      Future<Wide64> fb;
+      try {
+        fa = run->pool().submit([run, a, first, pad = padOf(a)](const CancellationToken& token) {
+          return alignedCallableBody(*run, a, first, token, pad);
+        });
+        fb = run->pool().submit(alignedCoroBody(run, b, second));
+      } catch (...) {
+        run->classify(std::current_exception(), "a task submitting an over-aligned child");
+      }
+      if (fa.valid() && fb.valid() && (op.arg & 2U) != 0) {
+        std::exception_ptr error;
+        try {
+          auto both = whenAll(fa, fb);
+          auto [x, y] = co_await both;
+          checkWide(*run, a, x, "whenAll's result");
+          checkWide(*run, b, y, "whenAll's result");
+        } catch (...) {
+          error = std::current_exception();
+        }
+        if (error) run->classify(error, "whenAll of over-aligned results");
+      } else {
+        std::array<std::pair<std::uint32_t, Future<Wide64>*>, 2> kids{{{a, &fa}, {b, &fb}}};
+        for (auto& [cid, kid] : kids) {
+          if (!kid->valid()) continue;
+          std::exception_ptr error;
+          try {
+            const Wide64 result = co_await *kid;
+            checkWide(*run, cid, result, "the co_await of its Future");
+          } catch (...) {
+            error = std::current_exception();
+          }
+          if (error) run->classify(error, "a parent awaiting an over-aligned child");
+        }
+      }
+      combinatorReturned(*run, {a, b}, "an over-aligned fan-out");
+      break;
+    }
   }
   r.end = End::returned;
   co_return valueOf(id);
@@ -216,7 +418,12 @@ Task<int> coroBody(Run* run, std::uint32_t id, Op op) {
 
 Task<void> fireAndForgetBody(Run* run, std::uint32_t id, Op op, bool outside) {
   try {
-    (void)co_await coroBody(run, id, op);
+    if (op.body == Body::aligned) {
+      const Wide64 result = co_await alignedCoroBody(run, id, op);
+      checkWide(*run, id, result, "the co_await of its Task");
+    } else {
+      (void)co_await coroBody(run, id, op);
+    }
   } catch (const std::bad_alloc&) {
     // Run by PendingTask::run(), the coroutine's failure is printed to
     // stderr (as documented), where the checks cannot count it: counted
@@ -233,19 +440,6 @@ Task<void> startFireAndForget(Run& run, std::uint32_t id, const Op& op) {
   } catch (const std::bad_alloc&) {  // no memory for its frame: the start fails, reported as above
     if (outside) run.badAllocSeen("the start of a fire-and-forget coroutine run by PendingTask::run() (printed to stderr)");
     throw;
-  }
-}
-
-/// Marks the members of a combinator as returned-from, and checks that each
-/// has settled (or never started).
-void combinatorReturned(Run& run, const std::vector<std::uint32_t>& ids, const char* what) {
-  for (std::uint32_t cid : ids) {
-    Record& m = run.records()[cid];
-    m.combinatorReturned = true;
-    if (m.starts.load() != 0 && m.end.load() == End::none) {
-      run.violation(fmt::format("{} returned while its task {} was still running (a {} {})", what, cid,
-                                m.coroutine.load() ? "coroutine" : "callable", toString(m.body.load())));
-    }
   }
 }
 

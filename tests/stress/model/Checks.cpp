@@ -1,12 +1,18 @@
+// SPDX-License-Identifier: BSL-1.0
 // The checks after a stress program's run (model/Runner.h lists them): every
 // Future and periodic handle settled as its task allows, every body that
 // started ended, every error was reported once where the docs say, the
-// ledger adds up.
+// ledger adds up; and the checks on the way: over-aligned payloads where
+// they are read, a foreign coroutine's outcome when it ends.
 
+#include <pthread.h>
+
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -18,23 +24,24 @@ namespace coexec::stress::impl {
 
 using namespace std::chrono_literals;
 
-void Run::checkFuture(Tracked& t) {
-  Record& r = records_[t.id];
-  if (!t.future.waitFor(20s)) {
-    violation(fmt::format("task {}'s Future did not settle within 20 s of termination", t.id));
+template <class R, class OnValue>
+void Run::checkSettled(std::uint32_t id, Future<R>& future, OnValue onValue) {
+  Record& r = records_[id];
+  if (!future.waitFor(20s)) {
+    violation(fmt::format("task {}'s Future did not settle within 20 s of termination", id));
     return;
   }
   ++report_.futures;
   r.outcome = "value";
   try {
-    const int v = t.future.get();
+    const R value = future.get();
     if (r.role != Role::driver && r.end.load() != End::returned) {
-      violation(fmt::format("task {}'s Future has a value, but its body did not return", t.id));
+      violation(fmt::format("task {}'s Future has a value, but its body did not return", id));
     }
-    if (v != valueOf(t.id)) violation(fmt::format("task {}'s Future holds {}, not its value", t.id, v));
+    onValue(value);
   } catch (const StressError& e) {
     r.outcome = "StressError";
-    if (e.id != t.id) violation(fmt::format("task {}'s Future holds task {}'s error", t.id, e.id));
+    if (e.id != id) violation(fmt::format("task {}'s Future holds task {}'s error", id, e.id));
     observe(e.id, "its Future");
   } catch (const OperationCancelled&) {
     r.outcome = "OperationCancelled";
@@ -42,23 +49,150 @@ void Run::checkFuture(Tracked& t) {
     const bool couldBeCancelled = r.cancelRequested.load() || anyShutdownNow() ||
                                   (anyShutdown() && !program_.config.runDelayedAfterShutdown) ||
                                   r.end.load() == End::cancelled;
-    if (!couldBeCancelled) violation(fmt::format("task {}'s Future reports a cancellation nobody asked for", t.id));
+    if (!couldBeCancelled) violation(fmt::format("task {}'s Future reports a cancellation nobody asked for", id));
   } catch (const RejectedExecution&) {
     r.outcome = "RejectedExecution";
-    if (r.starts.load() != 0) violation(fmt::format("task {}'s Future reports RejectedExecution, but it ran", t.id));
+    if (r.starts.load() != 0) violation(fmt::format("task {}'s Future reports RejectedExecution, but it ran", id));
   } catch (const BrokenPromise&) {
     r.outcome = "BrokenPromise";
-    if (r.starts.load() != 0) violation(fmt::format("task {}'s Future reports BrokenPromise, but it ran", t.id));
+    if (r.starts.load() != 0) violation(fmt::format("task {}'s Future reports BrokenPromise, but it ran", id));
   } catch (const FaultError&) {
     if (program_.faults.site != FaultSite::beforeExecute) {
-      violation(fmt::format("task {}'s Future holds a FaultError with the plan '{}'", t.id,
-                            toString(program_.faults.site)));
+      violation(
+          fmt::format("task {}'s Future holds a FaultError with the plan '{}'", id, toString(program_.faults.site)));
     }
     faultReports_.fetch_add(1);
   } catch (const std::bad_alloc&) {
     badAllocSeen("a Future");
   } catch (const std::exception& e) {
-    violation(fmt::format("task {}'s Future holds an unexpected exception: {}", t.id, e.what()));
+    violation(fmt::format("task {}'s Future holds an unexpected exception: {}", id, e.what()));
+  }
+}
+
+void Run::checkFuture(Tracked& t) {
+  checkSettled(t.id, t.future, [&](int v) {
+    if (v != valueOf(t.id)) violation(fmt::format("task {}'s Future holds {}, not its value", t.id, v));
+  });
+}
+
+void Run::checkWideFuture(TrackedWide& t) {
+  checkSettled(t.id, t.future,
+               [&](const Wide64& v) { checkWide(*this, t.id, v, "the value its Future's get() returned"); });
+}
+
+void checkPad(Run& run, std::uint32_t id, const Pad32& pad, const char* where) {
+  if (!isAligned(&pad, alignof(Pad32))) {
+    run.violation(fmt::format("task {}'s alignas(32) capture is at {} {}: misaligned", id,
+                              static_cast<const void*>(&pad), where));
+  }
+  if (!(pad == padOf(id))) run.violation(fmt::format("task {}'s alignas(32) capture is not intact {}", id, where));
+}
+
+void checkWide(Run& run, std::uint32_t id, const Wide64& result, const char* where) {
+  run.alignedChecked();
+  if (!isAligned(&result, alignof(Wide64))) {
+    run.violation(fmt::format("task {}'s alignas(64) result is at {} in {}: misaligned", id,
+                              static_cast<const void*>(&result), where));
+  }
+  if (!(result == wideOf(id)))
+    run.violation(fmt::format("task {}'s alignas(64) result is not intact in {}", id, where));
+}
+
+void Run::foreignStarted(std::uint32_t id) {
+  Record& r = records_[id];
+  r.body = Body::foreign;
+  r.coroutine = true;
+  if (r.starts.fetch_add(1) != 0) violation(fmt::format("foreign coroutine {} started twice", id));
+  if (tlsProducer) r.ranOnProducer = true;
+  if (tlsRunningPending) r.ranAsPendingTask = true;
+  // The pool names its workers "<pool>-<k>" (the harness's thread factory
+  // does too); its temporary threads "<pool>-tmp-<k>".
+  std::array<char, 16> name{};
+  if (!tlsProducer && !tlsRunningPending && pthread_getname_np(pthread_self(), name.data(), name.size()) == 0) {
+    const std::string_view thread(name.data());
+    constexpr std::string_view kPrefix = "stress-";
+    r.onWorker = thread.starts_with(kPrefix) && thread.size() > kPrefix.size() &&
+                 thread.find_first_not_of("0123456789", kPrefix.size()) == std::string_view::npos;
+    if (r.onWorker) foreignOnWorkers_.fetch_add(1);
+  }
+  foreignStarts_.fetch_add(1);
+}
+
+void Run::foreignEnded(std::uint32_t id, std::exception_ptr error, const int* value) {
+  Record& r = records_[id];
+  End none = End::none;
+  if (!r.end.compare_exchange_strong(none, error ? End::other : End::returned)) {
+    violation(fmt::format("foreign coroutine {} finished twice", id));
+  }
+  foreignEnds_.fetch_add(1);
+  const std::uint32_t cid = r.awaits;
+  Record& c = records_[cid];
+  if (!error) {
+    if (value == nullptr) return;
+    foreignOutcomes_[0].fetch_add(1);
+    if (*value != valueOf(cid))
+      violation(fmt::format("foreign coroutine {} got {} from task {}, not its value", id, *value, cid));
+    if (c.end.load() != End::returned) {
+      violation(fmt::format("foreign coroutine {} got a value from task {}, whose body did not return", id, cid));
+    }
+    return;
+  }
+  // Something may cancel the foreign coroutine's sleep and the task it awaits:
+  // the cancellation of the task that started it (whose token both carry),
+  // or shutdownNow(); the awaited task may also throw OperationCancelled itself.
+  const bool cancellable = r.parentToken.isCancellationRequested() || anyShutdownNow();
+  if (r.sleeping.load()) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const OperationCancelled&) {
+      if (!cancellable)
+        violation(fmt::format("foreign coroutine {}'s sleep was cancelled, but nothing cancelled it", id));
+    } catch (...) {
+      classify(std::current_exception(), "a foreign coroutine's sleep");
+    }
+    return;
+  }
+  try {
+    std::rethrow_exception(error);
+  } catch (const StressError& e) {
+    foreignOutcomes_[1].fetch_add(1);
+    if (e.id != cid) violation(fmt::format("foreign coroutine {} awaiting task {} got task {}'s error", id, cid, e.id));
+    observe(e.id, "a foreign coroutine");
+  } catch (const OperationCancelled&) {
+    foreignOutcomes_[2].fetch_add(1);
+    c.cancelReported = true;
+    if (!cancellable && !c.cancelRequested.load() && c.end.load() != End::cancelled) {
+      violation(
+          fmt::format("foreign coroutine {} got OperationCancelled from task {}, which nothing cancelled", id, cid));
+    }
+  } catch (const RejectedExecution&) {
+    foreignOutcomes_[3].fetch_add(1);
+    if (c.starts.load() != 0)
+      violation(fmt::format("foreign coroutine {} got RejectedExecution from task {}, which ran", id, cid));
+  } catch (const BrokenPromise&) {
+    foreignOutcomes_[3].fetch_add(1);
+    if (c.starts.load() != 0)
+      violation(fmt::format("foreign coroutine {} got BrokenPromise from task {}, which ran", id, cid));
+  } catch (...) {
+    classify(std::current_exception(), "a foreign coroutine");
+  }
+}
+
+void Run::checkForeignHeld() {
+  for (std::uint32_t id = 0, n = records_.size(); id < n; ++id) {
+    Record& r = records_[id];
+    if (r.role != Role::foreign || r.starts.load() == 0 || r.end.load() != End::none) continue;
+    // One started on a worker suspended on the pool (its sleep on the pool's
+    // timers, its Future's continuation posted to the pool), which holds it
+    // until it resumes: it has ended by the pool's termination. Elsewhere (a
+    // producer, a temporary thread, the process's timer thread) it runs on
+    // no scheduler, and need only end (checkRecords).
+    if (r.onWorker.load()) {
+      violation(
+          fmt::format("foreign coroutine {} (awaiting task {}, {}) started on a worker and had not finished "
+                      "when the pool terminated",
+                      id, r.awaits, r.sleeping.load() ? "sleeping" : "past its sleep"));
+    }
   }
 }
 
@@ -137,8 +271,13 @@ void Run::checkRecords() {
     // whose parent was cancelled: cancelled with it while it ran, its Future
     // reports OperationCancelled, and a cancelled task's unread failure is
     // never reported (ThreadPoolOptions::reportUnobservedFailures).
-    const bool unheld = r.role == Role::detachedSubmit || r.role == Role::top || r.role == Role::detachedExecute;
-    const bool cancelledWithParent = r.role == Role::detachedSubmit && r.parentToken.isCancellationRequested();
+    // A foreign coroutine that failed before reading its task's Future (its
+    // sleep cancelled, no memory) dropped it: that task is then a detached
+    // submission.
+    const bool unheld = r.role == Role::detachedSubmit || r.role == Role::top || r.role == Role::detachedExecute ||
+                        r.role == Role::foreignAwaited;
+    const bool cancelledWithParent =
+        (r.role == Role::detachedSubmit || r.role == Role::foreignAwaited) && r.parentToken.isCancellationRequested();
     if (r.end.load() == End::threw && r.observed.load() == 0 && r.role != Role::member && !r.cancelReported.load() &&
         !(r.ranAsPendingTask.load() && unheld) && !cancelledWithParent) {
       violation(fmt::format("task {}'s error was reported nowhere (lost): {}{}{}", id, toString(r.role),
@@ -146,10 +285,20 @@ void Run::checkRecords() {
                             r.cancelRequested.load() ? ", cancel requested" : ""));
     }
   }
+  report_.foreign = foreignStarts_.load();
+  report_.foreignOnWorkers = foreignOnWorkers_.load();
+  report_.alignedResults = alignedChecks_.load();
+  for (std::size_t i = 0; i < foreignOutcomes_.size(); ++i)
+    report_.foreignOutcomes[i] = foreignOutcomes_[i].load();
+  if (foreignStarts_.load() != foreignEnds_.load()) {
+    violation(fmt::format("{} foreign coroutines started, {} finished", foreignStarts_.load(), foreignEnds_.load()));
+  }
 }
 
 void Run::check() {
   for (Tracked& t : tracked_) checkFuture(t);
+  for (TrackedWide& t : trackedWide_)
+    checkWideFuture(t);
   for (auto& p : periodic_) checkPeriodic(*p);
   const PoolStats s = pool().stats();
   report_.finalStats = fmt::format("{}", s);

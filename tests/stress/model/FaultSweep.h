@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // The fault sweep: for each fault site (model/Program.h, FaultSite) and a few

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include "model/Program.h"
 
 #include <algorithm>
@@ -66,9 +67,9 @@ PoolConfig buildConfig(Choices& c) {
 }
 
 Body buildBody(Choices& c) {
-  static constexpr Body kBodies[] = {Body::quick, Body::quick, Body::throws, Body::spin,
-                                     Body::sleep, Body::children, Body::detached};
-  return kBodies[c.below(7)];
+  static constexpr Body kBodies[] = {Body::quick,    Body::quick,    Body::throws,  Body::spin,   Body::sleep,
+                                     Body::children, Body::detached, Body::foreign, Body::aligned};
+  return kBodies[c.below(9)];
 }
 
 Op buildOp(Choices& c, const ProgramShape& shape, std::uint32_t sources) {
@@ -154,6 +155,8 @@ const char* toString(Body b) {
     case Body::sleep: return "sleep";
     case Body::children: return "children";
     case Body::detached: return "detached";
+    case Body::foreign: return "foreign";
+    case Body::aligned: return "aligned";
   }
   return "?";
 }

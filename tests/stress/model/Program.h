@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // The model-based stress driver's programs: a random pool configuration and,
@@ -64,6 +65,10 @@ enum class Body : std::uint8_t {
   sleep,     ///< coroutines: co_await sleepFor(micros); callables: spin
   children,  ///< coroutines: submits `fanout` children and awaits them; callables: quick
   detached,  ///< coroutines and callables: submits `fanout` children and drops their Futures, executes one more
+  foreign,   ///< coroutines and callables: submits a child and starts a coroutine of a type foreign to coexec
+             ///< that awaits it (after a sleep, through whenAll, or directly) and outlives the task
+  aligned,   ///< a producer's submit, execute or schedule: the task's result is alignas(64) and its capture
+             ///< alignas(32); in a coroutine: awaits two such children; in a callable: executes one
 };
 
 enum class OpKind : std::uint8_t {

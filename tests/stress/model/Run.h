@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // The internals of one stress program's run (model/Runner.h is the
 // interface): the records of every task, the errors the bodies throw, and
 // the Run that owns the pool. Shared by Runner.cpp (the pool, the producers
-// and the ending), Bodies.cpp (the task bodies and the combinator drivers)
-// and Checks.cpp (the checks after a run).
+// and the ending), Bodies.cpp (the task bodies, the foreign coroutines and
+// the combinator drivers) and Checks.cpp (the checks after a run).
 
 #include <algorithm>
 #include <array>
@@ -70,14 +71,16 @@ inline void runPending(PendingTask& task) {
 enum class End : std::uint8_t { none, returned, threw, cancelled, other };
 
 enum class Role : std::uint8_t {
-  top,       ///< submitted or executed by a producer
-  child,     ///< submitted from a running task and awaited by it
+  top,              ///< submitted or executed by a producer
+  child,            ///< submitted from a running task and awaited by it
   detachedSubmit,   ///< submitted from a running task, its Future dropped
   detachedExecute,  ///< executed from a running task
-  member,    ///< a combinator's or TaskGroup's task: its failure may be absorbed by the combinator
-  driver,    ///< the coroutine that runs a combinator
-  periodic,  ///< a periodic schedule
-  keyed,     ///< a KeyedExecutor task
+  member,           ///< a combinator's or TaskGroup's task: its failure may be absorbed by the combinator
+  driver,           ///< the coroutine that runs a combinator
+  periodic,         ///< a periodic schedule
+  keyed,            ///< a KeyedExecutor task
+  foreign,          ///< a coroutine of a type foreign to coexec, started by a task body (not a pool task)
+  foreignAwaited,   ///< submitted from a running task for a foreign coroutine, which awaits its Future
 };
 
 struct Record {
@@ -96,6 +99,9 @@ struct Record {
   std::atomic<Body> body{Body::quick};
   std::atomic<bool> coroutine{false};
   std::uint64_t allocationsBefore = 0;  ///< frameAllocationCalls() before its submission (leak hunting)
+  std::uint32_t awaits = 0;             ///< for a foreign coroutine: the foreignAwaited task it awaits
+  std::atomic<bool> sleeping{false};    ///< for a foreign coroutine: in its sleep (an error comes from it)
+  std::atomic<bool> onWorker{false};    ///< for a foreign coroutine: started on one of the pool's workers
   std::string outcome;                  ///< what its Future reported (set by the check)
   /// For a child: the token of the task that submitted it (written before
   /// the submission). Cancelling that task cancels this one while both run,
@@ -138,6 +144,36 @@ class Records {
 
 inline int valueOf(std::uint32_t id) { return static_cast<int>(id % 1'000'000) * 2 + 1; }
 
+/// The over-aligned payloads (Body::aligned): a capture of 32-byte alignment
+/// and a result of 64, their contents derived from the task's id.
+struct alignas(32) Pad32 {
+  std::array<std::int64_t, 4> v{};
+  bool operator==(const Pad32&) const = default;
+};
+struct alignas(64) Wide64 {
+  std::array<std::int64_t, 8> v{};
+  bool operator==(const Wide64&) const = default;
+};
+inline Pad32 padOf(std::uint32_t id) {
+  Pad32 pad;
+  for (std::size_t i = 0; i < pad.v.size(); ++i)
+    pad.v[i] = static_cast<std::int64_t>(id) * 31 + static_cast<std::int64_t>(i);
+  return pad;
+}
+inline Wide64 wideOf(std::uint32_t id) {
+  Wide64 wide;
+  for (std::size_t i = 0; i < wide.v.size(); ++i)
+    wide.v[i] = -static_cast<std::int64_t>(id) * 17 - static_cast<std::int64_t>(i);
+  return wide;
+}
+/// True if `p` is a multiple of `alignment`. The address goes through a
+/// volatile, so that the compiler cannot fold the test from the pointee's
+/// type (an alignas(64) object is aligned as far as the type system knows).
+inline bool isAligned(const void* p, std::size_t alignment) {
+  const void* volatile laundered = p;
+  return reinterpret_cast<std::uintptr_t>(laundered) % alignment == 0;
+}
+
 /// A cheap deterministic mix, for the bodies of children (chosen at run time).
 inline std::uint64_t mix(std::uint64_t x) {
   x ^= x >> 33;
@@ -151,6 +187,11 @@ inline std::uint64_t mix(std::uint64_t x) {
 struct Tracked {
   std::uint32_t id;
   Future<int> future;
+};
+
+struct TrackedWide {
+  std::uint32_t id;
+  Future<Wide64> future;
 };
 
 struct TrackedPeriodic {
@@ -241,6 +282,10 @@ class Run {
     std::lock_guard lock(mutex_);
     tracked_.push_back(Tracked{id, std::move(future)});
   }
+  void trackWide(std::uint32_t id, Future<Wide64> future) {
+    std::lock_guard lock(mutex_);
+    trackedWide_.push_back(TrackedWide{id, std::move(future)});
+  }
   void trackPeriodic(std::uint32_t id, bool continueOnError, PeriodicHandle handle) {
     std::lock_guard lock(mutex_);
     periodic_.push_back(std::make_unique<TrackedPeriodic>());
@@ -249,6 +294,13 @@ class Run {
     p.continueOnError = continueOnError;
     p.handle = std::move(handle);
   }
+
+  /// A foreign coroutine's start and end (Checks.cpp): `error` is what
+  /// escaped it (null if it returned), checked against the task it awaited.
+  void foreignStarted(std::uint32_t id);
+  void foreignEnded(std::uint32_t id, std::exception_ptr error, const int* value);
+  /// Counts an over-aligned result checked (checkWide()).
+  void alignedChecked() { alignedChecks_.fetch_add(1, std::memory_order_relaxed); }
   void cancelRecent(std::uint32_t back) {
     std::lock_guard lock(mutex_);
     if (tracked_.empty()) return;
@@ -321,6 +373,10 @@ class Run {
   void ending();
   void check();
   void checkFuture(Tracked& t);
+  void checkWideFuture(TrackedWide& t);
+  template <class R, class OnValue>
+  void checkSettled(std::uint32_t id, Future<R>& future, OnValue onValue);
+  void checkForeignHeld();
   void checkPeriodic(TrackedPeriodic& p);
   void checkRecords();
   bool allStartedEnded();
@@ -333,6 +389,7 @@ class Run {
   std::optional<ThreadPoolExecutor> pool_;
   std::unique_ptr<KeyedExecutor> keyed_;
   std::vector<Tracked> tracked_;
+  std::vector<TrackedWide> trackedWide_;
   std::vector<std::unique_ptr<TrackedPeriodic>> periodic_;
   std::array<CancellationSource, 4> sources_{};
   std::array<std::vector<std::uint32_t>, 4> sourceTasks_{};
@@ -351,6 +408,11 @@ class Run {
   std::atomic<std::uint32_t> customCalls_{0};
   std::atomic<bool> uncaughtOther_{false};
   std::atomic<bool> combinatorsUsed_{false};
+  std::atomic<std::uint64_t> foreignStarts_{0};
+  std::atomic<std::uint64_t> foreignEnds_{0};
+  std::atomic<std::uint64_t> foreignOnWorkers_{0};
+  std::array<std::atomic<std::uint64_t>, 4> foreignOutcomes_{};  // RunReport::foreignOutcomes
+  std::atomic<std::uint64_t> alignedChecks_{0};
 };
 
 // ---- the task bodies (Bodies.cpp) ------------------------------------------
@@ -366,10 +428,23 @@ int callableBody(Run& run, std::uint32_t id, const Op& op, const CancellationTok
 Task<int> coroBody(Run* run, std::uint32_t id, Op op);
 
 /// The callable of an executed (fire-and-forget) coroutine task `id`: starts
-/// a coroutine that awaits coroBody. A std::bad_alloc that fails it (its
+/// a coroutine that awaits coroBody (alignedCoroBody for Body::aligned, and
+/// checks its result). A std::bad_alloc that fails it (its
 /// frame's or coroBody's) while PendingTask::run() runs it is counted as
 /// reported: the library prints such a failure to stderr.
 Task<void> startFireAndForget(Run& run, std::uint32_t id, const Op& op);
+
+/// The over-aligned payloads (Body::aligned) of task `id`: check that their
+/// alignas(32) value (the callable's capture `pad`, a local of the
+/// coroutine's frame) is aligned and intact where the body runs, quick,
+/// throw or wait (a spin, a sleep) as `op` says, and return wideOf(id).
+Wide64 alignedCallableBody(Run& run, std::uint32_t id, const Op& op, const CancellationToken& token, const Pad32& pad);
+Task<Wide64> alignedCoroBody(Run* run, std::uint32_t id, Op op);
+
+/// Check an over-aligned capture where the body runs and a result where it
+/// was read: aligned, and padOf(id) / wideOf(id) (Checks.cpp).
+void checkPad(Run& run, std::uint32_t id, const Pad32& pad, const char* where);
+void checkWide(Run& run, std::uint32_t id, const Wide64& result, const char* where);
 
 /// The coroutines that drive a combinator over `op.count` member tasks and
 /// check it stays structured: invokeAll or invokeAny (`any`), whenAll, a

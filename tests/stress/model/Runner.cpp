@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #include "model/Runner.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -105,9 +107,12 @@ ThreadPoolOptions Run::options() {
     };
   }
   if (c.hooks || program_.faults.site == FaultSite::threadFactory) {
-    o.threadFactory = [this](const std::string& /*name*/, std::function<void()> body) {
+    o.threadFactory = [this](const std::string& name, std::function<void()> body) {
       if (fire(FaultSite::threadFactory)) throwFault();
-      return std::thread(std::move(body));
+      return std::thread([name, body = std::move(body)] {
+        pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+        body();
+      });
     };
   }
   o.uncaughtExceptionHandler = [this](const std::exception_ptr& error, const TaskInfo& info) {
@@ -136,22 +141,42 @@ ThreadPoolOptions Run::options() {
 void Run::runOp(std::size_t thread, const Op& op) {
   ThreadPoolExecutor& p = pool();
   const int priority = static_cast<int>(op.arg % 3);
+  const bool aligned = op.body == Body::aligned;
   switch (op.kind) {
     case OpKind::submitCallable: {
       const std::uint32_t id = records_.add(Role::top);
-      track(id, p.submit([this, id, op](const CancellationToken& token) { return callableBody(*this, id, op, token); },
+      if (aligned) {
+        trackWide(
+            id, p.submit([this, id, op, pad = padOf(id)](
+                             const CancellationToken& token) { return alignedCallableBody(*this, id, op, token, pad); },
                          priority));
+      } else {
+        track(id,
+              p.submit([this, id, op](const CancellationToken& token) { return callableBody(*this, id, op, token); },
+                       priority));
+      }
       break;
     }
     case OpKind::executeCallable: {
       const std::uint32_t id = records_.add(Role::top);
-      p.execute([this, id, op](const CancellationToken& token) { (void)callableBody(*this, id, op, token); }, priority);
+      if (aligned) {
+        p.execute([this, id, op, pad = padOf(id)](
+                      const CancellationToken& token) { (void)alignedCallableBody(*this, id, op, token, pad); },
+                  priority);
+      } else {
+        p.execute([this, id, op](const CancellationToken& token) { (void)callableBody(*this, id, op, token); },
+                  priority);
+      }
       break;
     }
     case OpKind::submitCoroutine: {
       const std::uint32_t id = records_.add(Role::top);
       records_[id].allocationsBefore = detail::FaultInjection::frameAllocationCalls();
-      track(id, p.submit(coroBody(this, id, op), priority));
+      if (aligned) {
+        trackWide(id, p.submit(alignedCoroBody(this, id, op), priority));
+      } else {
+        track(id, p.submit(coroBody(this, id, op), priority));
+      }
       break;
     }
     case OpKind::executeCoroutine: {
@@ -164,11 +189,13 @@ void Run::runOp(std::size_t thread, const Op& op) {
       const std::uint32_t s = op.arg % 4;
       markSourceUsed(s, id);
       if (sourceCancelled(s)) records_[id].cancelRequested = true;
+      const CancellationToken sourceToken = source(s).token();
       if ((op.arg & 4U) != 0) {
-        track(id, p.submit(coroBody(this, id, op), source(s).token()));
+        track(id, p.submit(coroBody(this, id, op), sourceToken));
       } else {
-        track(id, p.submit([this, id, op](const CancellationToken& token) { return callableBody(*this, id, op, token); },
-                           source(s).token()));
+        track(id,
+              p.submit([this, id, op](const CancellationToken& token) { return callableBody(*this, id, op, token); },
+                       sourceToken));
       }
       break;
     }
@@ -189,9 +216,18 @@ void Run::runOp(std::size_t thread, const Op& op) {
     }
     case OpKind::schedule: {
       const std::uint32_t id = records_.add(Role::top);
-      auto scheduled = p.schedule([this, id, op](const CancellationToken& token) { return callableBody(*this, id, op, token); },
-                                  std::chrono::microseconds(op.micros));
-      track(id, std::move(scheduled));
+      const auto delay = std::chrono::microseconds(op.micros);
+      if (aligned) {
+        trackWide(id, p.schedule(
+                          [this, id, op, pad = padOf(id)](const CancellationToken& token) {
+                            return alignedCallableBody(*this, id, op, token, pad);
+                          },
+                          delay));
+      } else {
+        track(id,
+              p.schedule([this, id, op](const CancellationToken& token) { return callableBody(*this, id, op, token); },
+                         delay));
+      }
       break;
     }
     case OpKind::scheduleAtFixedRate:
@@ -388,8 +424,10 @@ void Run::execute() {
     report_.siteCalls = detail::FaultInjection::frameAllocationCalls() - allocationCallsBefore;
     detail::FaultInjection::failFrameAllocation(0);
   }
+  if (pool().isTerminated()) checkForeignHeld();
   check();
   tracked_.clear();
+  trackedWide_.clear();
   periodic_.clear();
   pool_.reset();
   // Work outside any pool (a fire-and-forget coroutine run by

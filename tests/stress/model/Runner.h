@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #pragma once
 
 // Runs one Program (model/Program.h) on a fresh ThreadPoolExecutor and checks,
@@ -18,6 +19,12 @@
 // - a combinator or TaskGroup never returns while a task it started has not
 //   settled, and none of its tasks starts after it returned;
 // - a KeyedExecutor's tasks of one key never overlap and run in order;
+// - a coroutine of a type foreign to coexec, started by a task body and
+//   awaiting coexec's awaitables (a Future, sleepFor, whenAll), ends once,
+//   with an outcome the task it awaited could have had, and, if it started
+//   on one of the pool's workers, before the pool terminated;
+// - over-aligned payloads (an alignas(32) capture, an alignas(64) result)
+//   are aligned and intact where the body runs and where the result is read;
 // - after the pool is destroyed: the process has as many threads as before,
 //   and (COEXEC_FAULT_INJECTION builds) the frame allocator as many live
 //   blocks: no coroutine frame or task state leaked;
@@ -27,6 +34,7 @@
 // A program that hangs (a Future that never settles, a pool that never
 // terminates) is reported by a watchdog, which prints the program and aborts.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,6 +53,12 @@ struct RunReport {
   std::uint64_t faultsFired = 0;        ///< faults the plan injected
   std::uint64_t siteCalls = 0;          ///< calls of the plan's fault site (the sweep's range of N)
   std::uint64_t admitted = 0;           ///< the pool's taskCount at the end
+  std::uint64_t foreign = 0;            ///< foreign coroutines started (each ended, once)
+  std::uint64_t foreignOnWorkers = 0;   ///< of those, started on a worker (ended before the termination)
+  std::uint64_t alignedResults = 0;     ///< over-aligned results checked where they were read
+  /// What the foreign coroutines got from the task they awaited: its value,
+  /// its error, OperationCancelled, RejectedExecution or BrokenPromise.
+  std::array<std::uint64_t, 4> foreignOutcomes{};
   std::string finalStats;               ///< the pool's last stats() line
   [[nodiscard]] bool ok() const { return violations.empty(); }
 };
