@@ -3,7 +3,9 @@
 // quick, throw, spin on their token, sleep, spawn children, start a coroutine
 // foreign to coexec, or carry over-aligned payloads) and the coroutines that
 // drive its combinators; each records what it did for the checks
-// (Checks.cpp).
+// (Checks.cpp). Every body is harness code for the globalNew fault site
+// (model/GlobalNew.h): a body that a producer's call runs inline allocates
+// outside the site's count.
 
 #include <algorithm>
 #include <atomic>
@@ -138,6 +140,7 @@ struct Foreign {
 /// Foreign coroutine `id`: sleeps a little (unless `op.micros` is a multiple
 /// of 3), then awaits `future` (if valid) directly or through whenAll.
 Foreign foreignCoroutine(Run* run, std::uint32_t id, Op op, Future<int> future) {
+  HarnessCode harness;
   run->foreignStarted(id);
   Record& r = run->records()[id];
   if (op.micros % 3 != 0) {
@@ -197,6 +200,7 @@ void spawnAligned(Run& run, const Op& op, const CancellationToken& token) {
 }
 
 Wide64 alignedCallableBody(Run& run, std::uint32_t id, const Op& op, const CancellationToken& token, const Pad32& pad) {
+  HarnessCode harness;
   begin(run, id, Body::aligned, false);
   Record& r = run.records()[id];
   checkPad(run, id, pad, "in its running body");
@@ -213,6 +217,7 @@ Wide64 alignedCallableBody(Run& run, std::uint32_t id, const Op& op, const Cance
 }
 
 Task<Wide64> alignedCoroBody(Run* run, std::uint32_t id, Op op) {
+  HarnessCode harness;
   begin(*run, id, Body::aligned, true);
   Record& r = run->records()[id];
   const Pad32 pad = padOf(id);  // held across the sleep: in the frame
@@ -239,6 +244,7 @@ Task<Wide64> alignedCoroBody(Run* run, std::uint32_t id, Op op) {
 }
 
 int callableBody(Run& run, std::uint32_t id, const Op& op, const CancellationToken& token) {
+  HarnessCode harness;
   begin(run, id, op.body, false);
   Record& r = run.records()[id];
   switch (op.body) {
@@ -261,6 +267,7 @@ int callableBody(Run& run, std::uint32_t id, const Op& op, const CancellationTok
 }
 
 Task<int> coroBody(Run* run, std::uint32_t id, Op op) {
+  HarnessCode harness;
   begin(*run, id, op.body, true);
   Record& r = run->records()[id];
   switch (op.body) {
@@ -417,6 +424,7 @@ Task<int> coroBody(Run* run, std::uint32_t id, Op op) {
 }
 
 Task<void> fireAndForgetBody(Run* run, std::uint32_t id, Op op, bool outside) {
+  HarnessCode harness;
   try {
     if (op.body == Body::aligned) {
       const Wide64 result = co_await alignedCoroBody(run, id, op);
@@ -444,6 +452,7 @@ Task<void> startFireAndForget(Run& run, std::uint32_t id, const Op& op) {
 }
 
 Task<int> invokeDriver(Run* run, std::uint32_t id, Op op, bool any) {
+  HarnessCode harness;
   begin(*run, id, Body::children, true);
   std::vector<std::function<Task<int>()>> tasks;
   std::vector<std::uint32_t> ids;
@@ -510,6 +519,7 @@ Task<int> invokeDriver(Run* run, std::uint32_t id, Op op, bool any) {
 }
 
 Task<int> whenAllDriver(Run* run, std::uint32_t id, Op op) {
+  HarnessCode harness;
   begin(*run, id, Body::children, true);
   const std::uint32_t a = run->records().add(Role::member);
   const std::uint32_t b = run->records().add(Role::member);
@@ -545,6 +555,7 @@ Task<int> whenAllDriver(Run* run, std::uint32_t id, Op op) {
 }
 
 Task<int> groupDriver(Run* run, std::uint32_t id, Op op) {
+  HarnessCode harness;
   begin(*run, id, Body::children, true);
   std::vector<std::uint32_t> ids;
   std::vector<Future<int>> kids;

@@ -8,12 +8,14 @@
 #include <cstdio>
 #include <iterator>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "coexec/detail/FaultInjection.h"
+#include "model/GlobalNew.h"
 #include "model/Program.h"
 #include "model/Runner.h"
 
@@ -35,9 +37,17 @@ const char* reportedAt(FaultSite site) {
     case FaultSite::uncaughtHandler: return "printed and dropped";
     case FaultSite::rejectionHandler: return "thrown to the submitting caller";
     case FaultSite::frameAllocator: return "std::bad_alloc to the caller, the awaiting parent or the Future";
+    case FaultSite::globalNew: return "std::bad_alloc to the caller, a worker's to the uncaught handler, or absorbed";
     case FaultSite::none: break;
   }
   return "";
+}
+
+/// False for a site this binary cannot fault.
+bool available(FaultSite site) {
+  if (site == FaultSite::frameAllocator) return detail::FaultInjection::available();
+  if (site == FaultSite::globalNew) return impl::globalNewCounters.installed.load();
+  return true;
 }
 
 /// The N values to try for a site called `calls` times.
@@ -55,13 +65,17 @@ int runFaultSweep(double seconds, bool verbose, const SweepFilter& filter) {
   if (filter.site != nullptr &&
       std::none_of(std::begin(kFaultSites), std::end(kFaultSites),
                    [&](FaultSite site) { return std::string_view(toString(site)) == filter.site; })) {
-    throw std::invalid_argument(fmt::format("--site {}: no such fault site (threadFactory, beforeExecute, afterExecute, "
-                                            "uncaughtHandler, rejectionHandler, frameAllocator)",
-                                            filter.site));
+    std::string names;
+    for (const FaultSite site : kFaultSites)
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", toString(site));
+    throw std::invalid_argument(fmt::format("--site {}: no such fault site ({})", filter.site, names));
   }
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   std::array<SiteTally, std::size(kFaultSites)> tallies{};
+  RunOptions options;
+  options.openDefects = filter.openDefects;
+  const char* const flag = filter.openDefects ? " --open-defects" : "";
   ProgramShape shape;
   shape.midwayShutdown = false;
   shape.maxOpsPerThread = 24;
@@ -70,22 +84,23 @@ int runFaultSweep(double seconds, bool verbose, const SweepFilter& filter) {
   while (!fullPass || (onlySeed == 0 && std::chrono::duration<double>(Clock::now() - start).count() < seconds)) {
     for (std::size_t s = 0; s < std::size(kFaultSites); ++s) {
       const FaultSite site = kFaultSites[s];
-      if (site == FaultSite::frameAllocator && !detail::FaultInjection::available()) continue;
+      if (!available(site)) continue;
       if (filter.site != nullptr && std::string_view(toString(site)) != filter.site) continue;
       Program program = generate(seed, shape);
       program.faults = FaultPlan{site, 0, false};
-      const RunReport dry = runProgram(program);
+      const RunReport dry = runProgram(program, options);
       if (!dry.ok()) {
         fmt::print("FAILED without a fault: {}", describe(program));
         for (const auto& v : dry.violations) fmt::print("  violation: {}\n", v);
-        fmt::print("replay: stress_ModelStress --faults --seed {}\n", seed);
+        fmt::print("replay: stress_ModelStress --faults{} --seed {}\n", flag, seed);
         return 1;
       }
       for (const std::uint64_t n : sweepOf(dry.siteCalls)) {
         if (filter.nth != 0 && n != filter.nth) continue;
-        program.faults = FaultPlan{site, static_cast<std::uint32_t>(n), site != FaultSite::frameAllocator && n % 2 == 0};
+        const bool allocator = site == FaultSite::frameAllocator || site == FaultSite::globalNew;
+        program.faults = FaultPlan{site, static_cast<std::uint32_t>(n), !allocator && n % 2 == 0};
         if (verbose) fmt::print("{}", describe(program));
-        const RunReport report = runProgram(program);
+        const RunReport report = runProgram(program, options);
         SiteTally& t = tallies[s];
         ++t.programs;
         if (report.faultsFired > 0) ++t.injected;
@@ -93,9 +108,10 @@ int runFaultSweep(double seconds, bool verbose, const SweepFilter& filter) {
           fmt::print("FAILED: {}", describe(program));
           for (const auto& v : report.violations) fmt::print("  violation: {}\n", v);
           fmt::print("  final stats: {}\n", report.finalStats);
-          fmt::print("replay: stress_ModelStress --faults --seed {} --site {} --call {} (the count of calls varies "
-                     "with timing: --seed {} alone replays every N)\n",
-                     seed, toString(site), n, seed);
+          fmt::print(
+              "replay: stress_ModelStress --faults{} --seed {} --site {} --call {} (the count of calls varies "
+              "with timing: --seed {} alone replays every N)\n",
+              flag, seed, toString(site), n, seed);
           std::fflush(stdout);
           return 1;
         }
@@ -118,8 +134,11 @@ int runFaultSweep(double seconds, bool verbose, const SweepFilter& filter) {
     injected += t.injected;
     survived += t.survived;
   }
-  if (!detail::FaultInjection::available()) {
+  if (!available(FaultSite::frameAllocator)) {
     fmt::print("(frameAllocator skipped: this build has no fault points; configure with COEXEC_FAULT_INJECTION=ON)\n");
+  }
+  if (!available(FaultSite::globalNew)) {
+    fmt::print("(globalNew skipped: this binary keeps the standard operator new; link model/GlobalNew.cpp)\n");
   }
   fmt::print("fault sweep: {} runs, {} faults injected, {} survived\n", runs, injected, survived);
   fmt::print("{} passed, 0 failed\n", runs);

@@ -208,6 +208,7 @@ const char* toString(FaultSite site) {
     case FaultSite::uncaughtHandler: return "uncaughtHandler";
     case FaultSite::rejectionHandler: return "rejectionHandler";
     case FaultSite::frameAllocator: return "frameAllocator";
+    case FaultSite::globalNew: return "globalNew";
   }
   return "?";
 }
@@ -235,7 +236,10 @@ std::string describe(const Program& program) {
       p.continuePeriodicAfterShutdown ? ", periodic go on after shutdown" : "", p.keyedLanes, toString(program.ending));
   if (program.faults.site != FaultSite::none) {
     out += fmt::format(", fault: call {} of {} throws {}", program.faults.nth, toString(program.faults.site),
-                       program.faults.badAlloc || program.faults.site == FaultSite::frameAllocator ? "std::bad_alloc" : "FaultError");
+                       program.faults.badAlloc || program.faults.site == FaultSite::frameAllocator ||
+                               program.faults.site == FaultSite::globalNew
+                           ? "std::bad_alloc"
+                           : "FaultError");
   }
   out += '\n';
   for (std::size_t t = 0; t < program.threads.size(); ++t) {

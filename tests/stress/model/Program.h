@@ -29,10 +29,12 @@ enum class FaultSite : std::uint8_t {
   uncaughtHandler,   ///< ThreadPoolOptions::uncaughtExceptionHandler
   rejectionHandler,  ///< a user RejectionPolicy
   frameAllocator,    ///< FrameAllocator::allocate() (std::bad_alloc; COEXEC_FAULT_INJECTION builds)
+  globalNew,         ///< the global operator new inside a producer's pool API call (std::bad_alloc, or null
+                     ///< from the nothrow forms; binaries that link model/GlobalNew.cpp)
 };
-inline constexpr FaultSite kFaultSites[] = {FaultSite::threadFactory,   FaultSite::beforeExecute,
-                                            FaultSite::afterExecute,    FaultSite::uncaughtHandler,
-                                            FaultSite::rejectionHandler, FaultSite::frameAllocator};
+inline constexpr FaultSite kFaultSites[] = {
+    FaultSite::threadFactory,    FaultSite::beforeExecute,  FaultSite::afterExecute, FaultSite::uncaughtHandler,
+    FaultSite::rejectionHandler, FaultSite::frameAllocator, FaultSite::globalNew};
 const char* toString(FaultSite site);
 
 struct FaultPlan {
