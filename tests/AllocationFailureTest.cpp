@@ -193,6 +193,66 @@ TEST_CASE("an allocation failure while queueing into bounded(n) keeps every plac
   checkLedgerAddsUp(s);
 }
 
+TEST_CASE("an allocation failure in purge() loses no queued task: purge() throws before any task has moved",
+          "[executor][faults][allocation][purge]") {
+  ThreadPoolExecutor pool(poolOptions("purge-alloc", 1, 1, WorkQueue::bounded(64)));
+  Gate gate;
+  OpenOnExit release{gate};
+  std::atomic<int> ran{0};
+  pool.execute([&] { gate.wait(); });
+  REQUIRE(eventually([&] { return pool.stats().activeCount == 1; }));
+  std::vector<Future<void>> futures;
+  for (int i = 0; i < 40; ++i)
+    futures.push_back(pool.submit([&ran] { ran.fetch_add(1, std::memory_order_relaxed); }));
+  for (int i = 0; i < 40; i += 4)
+    CHECK(futures[static_cast<std::size_t>(i)].cancel());
+  std::size_t purged = 0;  // over every run: a failure absorbed inside one does not end the sweep
+  const int failures = sweepFailures([&] { purged += pool.purge(); },
+                                     [&] { CHECK(pool.stats().queueSize == 40); });  // nothing moved out
+  CHECK(failures > 0);
+  CHECK(purged == 10);
+  gate.open();
+  for (int i = 0; i < 40; ++i) {
+    if (i % 4 == 0) {
+      CHECK_THROWS_AS(futures[static_cast<std::size_t>(i)].get(), OperationCancelled);
+    } else {
+      CHECK_NOTHROW(futures[static_cast<std::size_t>(i)].get());  // not lost: no BrokenPromise
+    }
+  }
+  CHECK(ran.load() == 30);
+  checkLedgerAddsUp(finalStats(pool));
+}
+
+TEST_CASE("an allocation failure while newThreadRuns() starts a temporary thread keeps no place, and the pool "
+          "terminates",
+          "[executor][faults][allocation][policy]") {
+  ThreadPoolExecutor pool(
+      poolOptions("tmp-alloc", 1, 1, WorkQueue::bounded(1), RejectionPolicy::newThreadRuns(1000)));
+  Gate gate;
+  OpenOnExit release{gate};
+  std::atomic<int> ran{0};
+  pool.execute([&] { gate.wait(); });
+  REQUIRE(eventually([&] { return pool.stats().activeCount == 1; }));
+  pool.execute([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });  // fills the queue
+  int admitted = 1;
+  const int failures = sweepFailures(
+      [&] {
+        try {
+          pool.execute([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });  // a temporary thread runs it
+          ++admitted;
+        } catch (const RejectedExecution&) {
+          // No thread could be started (its name or the thread itself failed
+          // to allocate): newThreadRuns() then refuses, as documented.
+        }
+      },
+      [] {});
+  CHECK(failures > 0);
+  gate.open();
+  pool.shutdown();
+  REQUIRE(pool.awaitTermination(kLong));  // no temporary thread's place left taken
+  CHECK(ran.load() == admitted);
+}
+
 TEST_CASE("a RingBuffer push that cannot grow leaves the value with the caller", "[scheduler][faults][allocation]") {
   coexec::detail::RingBuffer<std::vector<int>> ring;
   int failures = 0;

@@ -163,16 +163,18 @@ void PoolImpl::waitAdmissionsLocked() const noexcept {
 
 std::vector<PendingTask> PoolImpl::drainSharedLocked() {
   std::vector<PendingTask> tasks;
+  // Room for every task first, the one allocation (it may throw before any
+  // task has moved); nothing below allocates. No push can add to the ring
+  // meanwhile.
+  tasks.reserve((inject_ ? inject_->size() : 0) + queue_.size());
   if (inject_) {
     // All at once (takeAll): a worker popping without the lock meanwhile
     // takes an older task or none, never one from the middle, so the tasks
-    // taken here stay behind every task a worker already has. Room first:
-    // the sink must not throw, and no push can add to the ring meanwhile.
-    tasks.reserve(inject_->size() + queue_.size());
+    // taken here stay behind every task a worker already has.
     inject_->takeAll([&tasks](TaskCore* raw) noexcept { tasks.push_back(PendingTask(Ref<TaskCore>::adopt(raw))); });
   }
-  for (PendingTask& task : queue_.drain())
-    tasks.push_back(std::move(task));  // the overflow: newer than the ring's
+  while (!queue_.empty())
+    tasks.push_back(queue_.poll());  // the overflow: newer than the ring's
   overflow_.store(false, std::memory_order_release);
   return tasks;
 }
@@ -459,6 +461,11 @@ std::size_t ThreadPoolExecutor::purge() {
     // The ring cannot remove from its middle: every queued task moves to
     // queue_, in order, the cancelled ones are taken out, and submissions
     // queue behind the rest (overflow) until the workers have taken them.
+    // Room for them all first: out of memory, purge() throws before any
+    // task has moved, and none is lost.
+    const std::size_t queued = (p.inject_ ? p.inject_->size() : 0) + p.queue_.size();
+    removed.reserve(queued);
+    p.queue_.reserve(queued);
     for (PendingTask& task : p.drainSharedLocked()) {
       if (task.isCancelled()) {
         removed.push_back(std::move(task));

@@ -36,6 +36,9 @@ struct TemporaryJob {
 };
 
 bool PoolImpl::runOnTemporaryThread(PendingTask& task, std::size_t maxThreads) {
+  // The job first: out of memory here, no place has been taken yet (a
+  // place taken and never given back would keep the pool from terminating).
+  auto job = std::make_unique<TemporaryJob>();  // may throw std::bad_alloc to the caller
   std::size_t number = 0;
   {
     std::lock_guard lock(mutex_);
@@ -44,7 +47,6 @@ bool PoolImpl::runOnTemporaryThread(PendingTask& task, std::size_t maxThreads) {
     ++temporaryThreadRuns_;
     number = ++temporaryThreadsStarted_;
   }
-  auto job = std::make_unique<TemporaryJob>();
   try {
     job->threadName = fmt::format("{}-tmp-{}", name_, number);
     job->task = std::move(task);

@@ -41,6 +41,14 @@ PendingTask TaskQueue::poll() {
   return task;
 }
 
+void TaskQueue::reserve(std::size_t n) {
+  if (isPriority()) {
+    heap_.reserve(n);
+  } else {
+    fifo_.reserve(n);
+  }
+}
+
 std::vector<PendingTask> TaskQueue::drain() {
   std::vector<PendingTask> tasks;
   tasks.reserve(size());

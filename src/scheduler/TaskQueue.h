@@ -25,6 +25,9 @@ class TaskQueue {
   PendingTask poll();
   /// Every queued task, in queue order; the queue is left empty.
   std::vector<PendingTask> drain();
+  /// Makes room for `n` tasks in all, so that offers up to that size do not
+  /// allocate (or throw). \throws std::bad_alloc.
+  void reserve(std::size_t n);
   /// Removes the tasks whose Futures were cancelled and returns them (to be
   /// destroyed outside the pool's lock).
   std::vector<PendingTask> removeCancelled();

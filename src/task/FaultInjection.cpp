@@ -72,10 +72,12 @@ void FaultInjection::onFrameAllocate() {
       break;
     }
   }
-  live.fetch_add(1, std::memory_order_relaxed);
 }
 
 void FaultInjection::onFrameAllocated(void* block) noexcept {
+  // Counted once the block exists: an allocation that fails after the fault
+  // point (the global allocator out of memory) leaves no live block.
+  live.fetch_add(1, std::memory_order_relaxed);
   if (!kTraceLive) return;
   LiveTrace trace{calls.load(std::memory_order_relaxed), 0, {}};
   trace.depth = backtrace(trace.frames, 24);

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstddef>
-#include <new>
 
 #include "coexec/Export.h"
 
@@ -37,7 +36,8 @@ namespace coexec::detail {
 /// alignment divides its size, so any object up to kMaxAlignment-aligned fits
 /// a block of its size aligned: over-aligned task states, and coroutine frames
 /// with over-aligned locals (C++20 passes no alignment to a promise's operator
-/// new; the frame's size is all it gets).
+/// new; the frame's size is all it gets). Types aligned beyond kMaxAlignment
+/// (4096, a page) are not supported in task states, results or frames.
 ///
 /// Thread safety: every function may be called from any thread.
 struct COEXEC_EXPORT FrameAllocator {
@@ -69,21 +69,13 @@ struct COEXEC_EXPORT FrameAllocator {
 };
 
 /// Base for types whose instances come from the FrameAllocator. Over-aligned
-/// types work: up to FrameAllocator::kMaxAlignment a block of the object's size
-/// is aligned enough; beyond it they come from the global aligned allocator.
+/// types work without an aligned operator new: a block of the object's size
+/// is aligned enough (up to FrameAllocator::kMaxAlignment). The size forms
+/// alone are declared, so that every new-expression, and the deallocation
+/// when a constructor throws, goes through them.
 struct Recycled {
   static void* operator new(std::size_t size) { return FrameAllocator::allocate(size); }
   static void operator delete(void* block, std::size_t size) noexcept { FrameAllocator::deallocate(block, size); }
-  static void* operator new(std::size_t size, std::align_val_t align) {
-    if (static_cast<std::size_t>(align) <= FrameAllocator::kMaxAlignment) return FrameAllocator::allocate(size);
-    return ::operator new(size, align);
-  }
-  static void operator delete(void* block, std::size_t size, std::align_val_t align) noexcept {
-    if (static_cast<std::size_t>(align) <= FrameAllocator::kMaxAlignment)
-      FrameAllocator::deallocate(block, size);
-    else
-      ::operator delete(block, align);
-  }
 };
 
 }  // namespace coexec::detail

@@ -102,15 +102,6 @@ class TaskPromiseBase : public Recycled {
     void await_resume() const noexcept {}
   };
 
-  // The frame's allocation: the size forms only, which hide Recycled's
-  // aligned ones. C++20 passes no alignment for a frame (the frame allocator
-  // aligns a block to its size, which covers the frame's alignment), and
-  // clang 14, for a promise with new-extended alignment (a Task<T> of an
-  // over-aligned T), would pick an aligned operator delete and call it with
-  // the size instead of the alignment.
-  static void* operator new(std::size_t size) { return FrameAllocator::allocate(size); }
-  static void operator delete(void* frame, std::size_t size) noexcept { FrameAllocator::deallocate(frame, size); }
-
   std::suspend_always initial_suspend() noexcept { return {}; }
   FinalAwaiter final_suspend() noexcept { return {}; }
   void unhandled_exception() noexcept { error_ = std::current_exception(); }
