@@ -423,12 +423,38 @@ Task<int> coroBody(Run* run, std::uint32_t id, Op op) {
   co_return valueOf(id);
 }
 
+/// Executed coroutine task `id` of Body::aligned: awaits an over-aligned
+/// child as a Task (its failure rethrown as this task's, so its record is a
+/// producer's task), checks its result where it reads it; counts a
+/// std::bad_alloc if `outside` (see startFireAndForget()), setting `*counted`.
+Task<void> alignedReader(Run* run, std::uint32_t id, Op op, bool outside, bool* counted) {
+  HarnessCode harness;
+  begin(*run, id, Body::aligned, true);
+  Record& r = run->records()[id];
+  const std::uint32_t cid = run->records().add(Role::top);
+  std::exception_ptr error;
+  try {
+    const Wide64 result = co_await alignedCoroBody(run, cid, childOp(op, cid));
+    checkWide(*run, cid, result, "the co_await of its Task");
+  } catch (const std::bad_alloc&) {
+    error = std::current_exception();
+    if (outside) {
+      run->badAllocSeen("a fire-and-forget coroutine run by PendingTask::run() (printed to stderr)");
+      *counted = true;
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  r.end = End::returned;  // last: the run may end once every started record has (see foreignEnded())
+  if (error) std::rethrow_exception(error);
+}
+
 Task<void> fireAndForgetBody(Run* run, std::uint32_t id, Op op, bool outside) {
   HarnessCode harness;
+  bool counted = false;
   try {
     if (op.body == Body::aligned) {
-      const Wide64 result = co_await alignedCoroBody(run, id, op);
-      checkWide(*run, id, result, "the co_await of its Task");
+      co_await alignedReader(run, id, op, outside, &counted);
     } else {
       (void)co_await coroBody(run, id, op);
     }
@@ -436,7 +462,8 @@ Task<void> fireAndForgetBody(Run* run, std::uint32_t id, Op op, bool outside) {
     // Run by PendingTask::run(), the coroutine's failure is printed to
     // stderr (as documented), where the checks cannot count it: counted
     // here. A pool's uncaught handler counts the others.
-    if (outside) run->badAllocSeen("a fire-and-forget coroutine run by PendingTask::run() (printed to stderr)");
+    if (outside && !counted)
+      run->badAllocSeen("a fire-and-forget coroutine run by PendingTask::run() (printed to stderr)");
     throw;
   }
 }

@@ -120,11 +120,19 @@ void Run::foreignStarted(std::uint32_t id) {
 
 void Run::foreignEnded(std::uint32_t id, std::exception_ptr error, const int* value) {
   Record& r = records_[id];
-  End none = End::none;
-  if (!r.end.compare_exchange_strong(none, error ? End::other : End::returned)) {
+  if (r.foreignEnding.exchange(true)) {
     violation(fmt::format("foreign coroutine {} finished twice", id));
+    return;
   }
+  checkForeignOutcome(id, error, value);
   foreignEnds_.fetch_add(1);
+  // Last: once every record that started has ended, the run may end and
+  // free the records (Run::execute()).
+  r.end.store(error ? End::other : End::returned);
+}
+
+void Run::checkForeignOutcome(std::uint32_t id, const std::exception_ptr& error, const int* value) {
+  Record& r = records_[id];
   const std::uint32_t cid = r.awaits;
   Record& c = records_[cid];
   if (!error) {

@@ -103,6 +103,7 @@ struct Record {
   std::uint32_t awaits = 0;             ///< for a foreign coroutine: the foreignAwaited task it awaits
   std::atomic<bool> sleeping{false};    ///< for a foreign coroutine: in its sleep (an error comes from it)
   std::atomic<bool> onWorker{false};    ///< for a foreign coroutine: started on one of the pool's workers
+  std::atomic<bool> foreignEnding{false};  ///< for a foreign coroutine: foreignEnded() was called
   std::string outcome;                  ///< what its Future reported (set by the check)
   /// For a child: the token of the task that submitted it (written before
   /// the submission). Cancelling that task cancels this one while both run,
@@ -384,6 +385,7 @@ class Run {
   void checkWideFuture(TrackedWide& t);
   template <class R, class OnValue>
   void checkSettled(std::uint32_t id, Future<R>& future, OnValue onValue);
+  void checkForeignOutcome(std::uint32_t id, const std::exception_ptr& error, const int* value);
   void checkForeignHeld();
   void checkPeriodic(TrackedPeriodic& p);
   void checkRecords();
