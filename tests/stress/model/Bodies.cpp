@@ -42,22 +42,6 @@ void begin(Run& run, std::uint32_t id, Body body, bool coroutine) {
   if (tlsRunningPending) r.ranAsPendingTask = true;
 }
 
-const char* toString(Role role) {
-  switch (role) {
-    case Role::top: return "a producer's task";
-    case Role::child: return "an awaited child";
-    case Role::detachedSubmit: return "a submitted child whose Future was dropped";
-    case Role::detachedExecute: return "an executed child";
-    case Role::member: return "a combinator's task";
-    case Role::driver: return "a combinator's driver";
-    case Role::periodic: return "a periodic schedule";
-    case Role::keyed: return "a keyed task";
-    case Role::foreign: return "a foreign coroutine";
-    case Role::foreignAwaited: return "a task awaited by a foreign coroutine";
-  }
-  return "?";
-}
-
 /// Spins for `micros`, watching `token`; true if cancellation was seen.
 bool spin(std::uint32_t micros, const CancellationToken& token) {
   const auto until = Clock::now() + std::chrono::microseconds(micros);
@@ -378,15 +362,12 @@ Task<int> coroBody(Run* run, std::uint32_t id, Op op) {
       const std::uint32_t a = run->records().add(Role::member);
       const std::uint32_t b = run->records().add(Role::member);
       run->records()[a].memberOf = run->records()[b].memberOf = "an over-aligned fan-out";
-      const Op first = childOp(op, a);
-      const Op second = childOp(op, b);
-      Future<Wide64> fa;
-      Future<Wide64> fb;
+      Future<Wide64> fa, fb;
       try {
-        fa = run->pool().submit([run, a, first, pad = padOf(a)](const CancellationToken& token) {
+        fa = run->pool().submit([run, a, first = childOp(op, a), pad = padOf(a)](const CancellationToken& token) {
           return alignedCallableBody(*run, a, first, token, pad);
         });
-        fb = run->pool().submit(alignedCoroBody(run, b, second));
+        fb = run->pool().submit(alignedCoroBody(run, b, childOp(op, b)));
       } catch (...) {
         run->classify(std::current_exception(), "a task submitting an over-aligned child");
       }

@@ -204,6 +204,15 @@ struct TrackedPeriodic {
   std::atomic<bool> cancelledByUs{false};
 };
 
+/// What the process holds, before a program and after it (Checks.cpp).
+struct ProcessState {
+  std::size_t threads = 0;
+  std::string threadNames;       ///< for a message
+  std::int64_t frameBlocks = 0;  ///< FaultInjection::liveFrameBlocks()
+  std::uint64_t frameCalls = 0;  ///< FaultInjection::frameAllocationCalls()
+};
+ProcessState processState();
+
 /// One program's run: the pool, the records and what was seen.
 class Run {
  public:
@@ -389,6 +398,10 @@ class Run {
   void checkForeignHeld();
   void checkPeriodic(TrackedPeriodic& p);
   void checkRecords();
+  /// Each fault reported where docs/reliability.md's table says.
+  void checkFaultReports();
+  /// The threads and the frame-allocator blocks back to `before`.
+  void checkProcess(const ProcessState& before);
   bool allStartedEnded();
 
   const Program& program_;
@@ -425,9 +438,9 @@ class Run {
   std::atomic<std::uint64_t> alignedChecks_{0};
 };
 
-// ---- the task bodies (Bodies.cpp) ------------------------------------------
-
 const char* toString(Role role);
+
+// ---- the task bodies (Bodies.cpp) ------------------------------------------
 
 /// The body of a callable task `id` (a producer's, a child's or a member's):
 /// records its start and end and does what `op` says.
