@@ -6,7 +6,7 @@
 // run for as long as the plain one.
 //
 //   stress_ModelStress [--seconds S] [--programs N] [--seed N] [--first-seed N]
-//                      [--faults [--site NAME] [--call N] [--open-defects]] [--verbose]
+//                      [--faults [--site NAME] [--call N]] [--verbose]
 //
 //   --seconds S      run new programs until S seconds have passed (default 20)
 //   --programs N     stop after N programs (default: no limit)
@@ -17,9 +17,6 @@
 //                    --seed N, the sweep of seed N's program alone (a replay),
 //                    narrowed by --site NAME (one fault site) and --call N
 //                    (its N-th call only)
-//   --open-defects   with --faults: also fault the calls that reach the open
-//                    defects docs/reliability.md lists under "Faults" (to
-//                    replay them; the sweep fails until they are fixed)
 //   --verbose        print every program
 //
 // Exit 0 when every program passed; 1 and the failing program's seed, its
@@ -55,7 +52,6 @@ struct Settings {
   bool faults = false;
   const char* site = nullptr;
   std::uint64_t call = 0;
-  bool openDefects = false;
   bool verbose = false;
 };
 
@@ -63,7 +59,7 @@ struct Settings {
   std::fprintf(stderr,
                "stress_ModelStress: %s\n"
                "usage: stress_ModelStress [--seconds S] [--programs N] [--seed N] [--first-seed N] [--faults "
-               "[--site NAME] [--call N] [--open-defects]] [--verbose]\n",
+               "[--site NAME] [--call N]] [--verbose]\n",
                error.c_str());
   std::exit(2);
 }
@@ -103,8 +99,6 @@ Settings parse(int argc, char** argv) {
     } else if (arg == "--call") {
       s.call = number(i, argc, argv);
       if (s.call == 0) usage("--call counts from 1");
-    } else if (arg == "--open-defects") {
-      s.openDefects = true;
     } else if (arg == "--verbose") {
       s.verbose = true;
     } else {
@@ -113,7 +107,6 @@ Settings parse(int argc, char** argv) {
   }
   if (s.faults && s.replay && s.seed == 0) usage("the fault sweep's seeds start at 1: --faults --seed 0 names none");
   if ((s.site != nullptr || s.call != 0) && !(s.faults && s.replay)) usage("--site and --call replay a fault run: they need --faults --seed N");
-  if (s.openDefects && !s.faults) usage("--open-defects widens the fault sweep: it needs --faults");
   return s;
 }
 
@@ -188,8 +181,7 @@ int main(int argc, char** argv) {
   const Settings s = parse(argc, argv);
   try {
     if (s.faults) {
-      return coexec::stress::runFaultSweep(s.seconds, s.verbose,
-                                           {s.replay ? s.seed : 0, s.site, s.call, s.openDefects});
+      return coexec::stress::runFaultSweep(s.seconds, s.verbose, {s.replay ? s.seed : 0, s.site, s.call});
     }
     return runStress(s);
   } catch (const std::exception& e) {

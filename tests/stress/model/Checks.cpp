@@ -412,7 +412,6 @@ void Run::checkFaultReports() {
 }
 
 void Run::checkProcess(const ProcessState& before) {
-  const FaultSite site = program_.faults.site;
   // Temporary threads (newThreadRuns) are detached: give them a moment.
   const auto deadline = Clock::now() + 10s;
   while (processThreads() != before.threads && Clock::now() < deadline)
@@ -427,21 +426,12 @@ void Run::checkProcess(const ProcessState& before) {
     // if it slept, it finished on the process's timer thread, which drops
     // its last reference to the task just after the Future settled, and no
     // pool waits for that. Give such releases a bounded moment.
-    //
-    // liveFrameBlocks() counts a block from the start of
-    // FrameAllocator::allocate(): when the global allocator fails the block
-    // itself (or the thread's cache), the count stays one high though nothing
-    // was handed out (an open defect, docs/reliability.md). Under the
-    // globalNew plan, the producers set up their caches before their calls,
-    // and a failed block is told apart by its shape.
-    const std::int64_t phantom =
-        site == FaultSite::globalNew && !options_.openDefects && globalNewCounters.classBlockFailed.load() ? 1 : 0;
     const auto settled = Clock::now() + 5s;
-    while (detail::FaultInjection::liveFrameBlocks() - before.frameBlocks > phantom && Clock::now() < settled) {
+    while (detail::FaultInjection::liveFrameBlocks() != before.frameBlocks && Clock::now() < settled) {
       std::this_thread::sleep_for(1ms);
     }
     const std::int64_t framesAfter = detail::FaultInjection::liveFrameBlocks();
-    if (framesAfter != before.frameBlocks && framesAfter != before.frameBlocks + phantom) {
+    if (framesAfter != before.frameBlocks) {
       detail::FaultInjection::printLiveBlocks(before.frameCalls);
       if (std::getenv("COEXEC_FAULT_TRACE_LIVE") != nullptr) {
         for (std::uint32_t id = 0; id < records_.size(); ++id) {

@@ -73,9 +73,6 @@ int runFaultSweep(double seconds, bool verbose, const SweepFilter& filter) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   std::array<SiteTally, std::size(kFaultSites)> tallies{};
-  RunOptions options;
-  options.openDefects = filter.openDefects;
-  const char* const flag = filter.openDefects ? " --open-defects" : "";
   ProgramShape shape;
   shape.midwayShutdown = false;
   shape.maxOpsPerThread = 24;
@@ -88,11 +85,11 @@ int runFaultSweep(double seconds, bool verbose, const SweepFilter& filter) {
       if (filter.site != nullptr && std::string_view(toString(site)) != filter.site) continue;
       Program program = generate(seed, shape);
       program.faults = FaultPlan{site, 0, false};
-      const RunReport dry = runProgram(program, options);
+      const RunReport dry = runProgram(program);
       if (!dry.ok()) {
         fmt::print("FAILED without a fault: {}", describe(program));
         for (const auto& v : dry.violations) fmt::print("  violation: {}\n", v);
-        fmt::print("replay: stress_ModelStress --faults{} --seed {}\n", flag, seed);
+        fmt::print("replay: stress_ModelStress --faults --seed {}\n", seed);
         return 1;
       }
       for (const std::uint64_t n : sweepOf(dry.siteCalls)) {
@@ -100,7 +97,7 @@ int runFaultSweep(double seconds, bool verbose, const SweepFilter& filter) {
         const bool allocator = site == FaultSite::frameAllocator || site == FaultSite::globalNew;
         program.faults = FaultPlan{site, static_cast<std::uint32_t>(n), !allocator && n % 2 == 0};
         if (verbose) fmt::print("{}", describe(program));
-        const RunReport report = runProgram(program, options);
+        const RunReport report = runProgram(program);
         SiteTally& t = tallies[s];
         ++t.programs;
         if (report.faultsFired > 0) ++t.injected;
@@ -108,10 +105,9 @@ int runFaultSweep(double seconds, bool verbose, const SweepFilter& filter) {
           fmt::print("FAILED: {}", describe(program));
           for (const auto& v : report.violations) fmt::print("  violation: {}\n", v);
           fmt::print("  final stats: {}\n", report.finalStats);
-          fmt::print(
-              "replay: stress_ModelStress --faults{} --seed {} --site {} --call {} (the count of calls varies "
-              "with timing: --seed {} alone replays every N)\n",
-              flag, seed, toString(site), n, seed);
+          fmt::print("replay: stress_ModelStress --faults --seed {} --site {} --call {} (the count of calls varies "
+                     "with timing: --seed {} alone replays every N)\n",
+                     seed, toString(site), n, seed);
           std::fflush(stdout);
           return 1;
         }

@@ -19,7 +19,6 @@ struct SweepFilter {
   std::uint64_t seed = 0;          ///< 0: every seed from 1 on, for about `seconds`
   const char* site = nullptr;      ///< null: every site; else its name (toString(FaultSite))
   std::uint64_t nth = 0;           ///< 0: every N of the sweep; else that call only
-  bool openDefects = false;        ///< also fault what reaches an open defect (RunOptions::openDefects)
 };
 
 /// Sweeps for about `seconds` (at least one pass over every site); prints a

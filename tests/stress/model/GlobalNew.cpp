@@ -38,10 +38,7 @@ void* allocateOrThrow(std::size_t size, std::size_t alignment = 0) {
 }
 
 void* allocateOrNull(std::size_t size, std::size_t alignment = 0) noexcept {
-  if (globalNewFails()) {
-    if (alignment != 0 && size == alignment) globalNewCounters.classBlockFailed.store(true, std::memory_order_relaxed);
-    return nullptr;
-  }
+  if (globalNewFails()) return nullptr;
   return allocate(size, alignment);
 }
 

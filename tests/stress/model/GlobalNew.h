@@ -46,9 +46,6 @@ struct GlobalNewCounters {
   std::atomic<std::uint64_t> nth{0};     ///< the counted call that fails; 0: none
   std::atomic<std::uint64_t> calls{0};   ///< counted calls so far
   std::atomic<std::uint64_t> failed{0};  ///< calls made to fail so far
-  /// A failed call was a nothrow one of an alignment equal to its size: the
-  /// frame allocator's own block of a size class (see RunOptions::openDefects).
-  std::atomic<bool> classBlockFailed{false};
 };
 inline GlobalNewCounters globalNewCounters;
 
@@ -91,12 +88,11 @@ class HarnessCode {
 };
 
 /// A producer's pool API call: the allocations it makes on this thread count
-/// (if `counted`, while globalNewCounters.counting is set). Not nested; not
-/// in a coroutine.
+/// (while globalNewCounters.counting is set). Not nested; not in a coroutine.
 class LibraryCall {
  public:
-  explicit LibraryCall(bool counted) noexcept {
-    if (!counted || !globalNewCounters.counting.load(std::memory_order_relaxed)) return;
+  LibraryCall() noexcept {
+    if (!globalNewCounters.counting.load(std::memory_order_relaxed)) return;
     GlobalNewThread& self = tlsGlobalNew;
     self.harnessDepth = 0;
     ++self.window;

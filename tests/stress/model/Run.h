@@ -382,10 +382,6 @@ class Run {
   ThreadPoolOptions options();
   void producer(std::size_t index);
   void runOp(std::size_t thread, const Op& op);
-  /// True if a failure of the globalNew site in `op`'s call could reach one
-  /// of the open defects docs/reliability.md lists under "Faults" (unless
-  /// RunOptions::openDefects): that call is then no window of the site.
-  bool reachesOpenDefect(const Op& op) const;
   void probe();
   void stopNow(std::size_t every, const char* where);
   void ending();

@@ -25,7 +25,6 @@
 
 #include "coexec/coexec.h"
 #include "coexec/detail/FaultInjection.h"
-#include "coexec/detail/FrameAllocator.h"
 #include "model/Run.h"
 #include "model/Watchdog.h"
 
@@ -114,14 +113,6 @@ ThreadPoolOptions Run::options() {
   return o;
 }
 
-bool Run::reachesOpenDefect(const Op& op) const {
-  if (program_.faults.site != FaultSite::globalNew || options_.openDefects) return false;
-  const bool alignedState =
-      op.body == Body::aligned && (op.kind == OpKind::submitCallable || op.kind == OpKind::executeCallable ||
-                                   op.kind == OpKind::submitCoroutine || op.kind == OpKind::schedule);
-  return alignedState || op.kind == OpKind::purge || program_.config.policy == PolicyKind::newThreadRuns;
-}
-
 /// Each call on the pool (or the KeyedExecutor) goes through call(): the
 /// window of the globalNew fault site, which the harness's own bookkeeping
 /// around it (records, tracking) stays out of.
@@ -129,9 +120,8 @@ void Run::runOp(std::size_t thread, const Op& op) {
   ThreadPoolExecutor& p = pool();
   const int priority = static_cast<int>(op.arg % 3);
   const bool aligned = op.body == Body::aligned;
-  const bool counted = !reachesOpenDefect(op);
-  const auto call = [counted](auto&& f) -> decltype(auto) {
-    const LibraryCall window(counted);
+  const auto call = [](auto&& f) -> decltype(auto) {
+    const LibraryCall window;
     return f();
   };
   switch (op.kind) {
@@ -345,12 +335,6 @@ void Run::stopNow(std::size_t every, const char* where) {
 
 void Run::producer(std::size_t index) {
   tlsProducer = true;
-  if (program_.faults.site == FaultSite::globalNew && !options_.openDefects) {
-    // The thread's frame-allocator cache is set up here, outside any window:
-    // a failure to allocate the cache itself would count a phantom live
-    // block (see the frame-block check in execute()).
-    detail::FrameAllocator::deallocate(detail::FrameAllocator::allocate(64), 64);
-  }
   for (const Op& op : program_.threads[index]) {
     try {
       runOp(index, op);
@@ -434,7 +418,6 @@ void Run::execute() {
   if (program_.faults.site == FaultSite::globalNew) {
     globalNewCounters.calls = 0;
     globalNewCounters.failed = 0;
-    globalNewCounters.classBlockFailed = false;
     globalNewCounters.nth = program_.faults.nth;
     globalNewCounters.counting = true;
   }

@@ -69,12 +69,6 @@ struct RunOptions {
   /// Check the thread count and the live frame blocks after the program. Off
   /// where other threads may start or end meanwhile.
   bool checkProcess = true;
-  /// Under the globalNew fault plan, also fail the allocations that reach
-  /// the open defects docs/reliability.md lists under "Faults", to replay
-  /// them. Off: those calls are not faulted, each producer's frame-allocator
-  /// cache is set up before its first call, and the frame-block count may be
-  /// one high after a failed block of the frame allocator.
-  bool openDefects = false;
 };
 
 /// Runs `program` and checks it. Blocks until the program has ended (a
