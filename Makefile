@@ -71,7 +71,7 @@ INSTALL_PREFIX_address := /opt/coexec-asan
 INSTALL_PRESET = $(INSTALL_PRESET_$(SANITIZE))
 INSTALL_PREFIX = $(or $(PREFIX),$(INSTALL_PREFIX_$(SANITIZE)))
 
-.PHONY: all deps install-deps package-deps bench-deps fuzz-deps docs-deps docs demo test check asan tsan clang bench \
+.PHONY: check-start all deps install-deps package-deps bench-deps fuzz-deps docs-deps docs demo test check asan tsan clang bench \
   bench-scaling install install-tsan package clean fuzz fuzz-smoke soak soak-server
 
 all: test
@@ -105,26 +105,32 @@ demo: deps
 
 test: deps
 	cmake --preset dev
-	cmake --build --preset dev $(BUILD_FLAGS)
-	./scripts/ctest-verdict.sh run build/dev/ctest.log --preset dev $(CTEST_FLAGS)
+	./scripts/timed.sh "dev build" cmake --build --preset dev $(BUILD_FLAGS)
+	./scripts/timed.sh "dev tests" ./scripts/ctest-verdict.sh run build/dev/ctest.log --preset dev $(CTEST_FLAGS)
 
 asan: deps
 	cmake --preset asan
-	cmake --build --preset asan $(BUILD_FLAGS)
-	./scripts/ctest-verdict.sh run build/asan/ctest.log --preset asan $(CTEST_FLAGS)
+	./scripts/timed.sh "asan build" cmake --build --preset asan $(BUILD_FLAGS)
+	./scripts/timed.sh "asan tests" ./scripts/ctest-verdict.sh run build/asan/ctest.log --preset asan $(CTEST_FLAGS)
 
 tsan: deps
 	cmake --preset tsan
-	cmake --build --preset tsan $(BUILD_FLAGS)
-	./scripts/ctest-verdict.sh run build/tsan/ctest.log --preset tsan $(CTEST_FLAGS)
+	./scripts/timed.sh "tsan build" cmake --build --preset tsan $(BUILD_FLAGS)
+	./scripts/timed.sh "tsan tests" ./scripts/ctest-verdict.sh run build/tsan/ctest.log --preset tsan $(CTEST_FLAGS)
 
 clang: deps
 	cmake --preset clang
-	cmake --build --preset clang $(BUILD_FLAGS)
-	./scripts/ctest-verdict.sh run build/clang/ctest.log --preset clang $(CTEST_FLAGS)
+	./scripts/timed.sh "clang build" cmake --build --preset clang $(BUILD_FLAGS)
+	./scripts/timed.sh "clang tests" ./scripts/ctest-verdict.sh run build/clang/ctest.log --preset clang $(CTEST_FLAGS)
 
-check: test asan tsan clang fuzz-smoke
+# Each stage's build and test times (scripts/timed.sh) are listed after the
+# four verdicts; the list starts anew with each make check.
+check: check-start test asan tsan clang fuzz-smoke
 	@./scripts/ctest-verdict.sh show build/dev/ctest.log build/asan/ctest.log build/tsan/ctest.log build/clang/ctest.log
+	@echo "==== stage times"; cat build/stage-times.txt
+
+check-start:
+	@mkdir -p build && rm -f build/stage-times.txt
 
 # The fuzz targets (clang, libFuzzer, ASan/UBSan) in build/fuzz.
 fuzz: fuzz-deps
@@ -134,8 +140,8 @@ fuzz: fuzz-deps
 
 fuzz-smoke: fuzz-deps
 	cmake --preset fuzz
-	cmake --build --preset fuzz $(BUILD_FLAGS)
-	./scripts/fuzz.sh build/fuzz $(FUZZ_SMOKE_SECONDS)
+	./scripts/timed.sh "fuzz build" cmake --build --preset fuzz $(BUILD_FLAGS)
+	./scripts/timed.sh "fuzz smoke" ./scripts/fuzz.sh build/fuzz $(FUZZ_SMOKE_SECONDS)
 
 # The model-based stress driver (tests/stress/ModelStress.cpp) for
 # SOAK_SECONDS, in the dev build: a new seed per program, every program
