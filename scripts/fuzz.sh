@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every libFuzzer target of a build tree, one after another:
+# Runs every libFuzzer target of a build tree, side by side:
 #
 #   scripts/fuzz.sh BUILD_DIR SECONDS      (make fuzz, make fuzz-smoke)
 #
@@ -84,9 +84,11 @@ stat_of() {
   echo "${value:-0}"
 }
 
-echo "fuzz.sh: ${#targets[@]} target(s), $seconds s each after their seeds"
-failed=0
-for executable in "${targets[@]}"; do
+# One target's run: its seeds, then SECONDS of fuzzing and the merge. Prints
+# its report; returns 1 if the target failed.
+fuzz_target() {
+  local executable=$1 target name work seeds corpus artifacts flags extra seed_count start status elapsed \
+    executions rate corpus_size kept
   target=$(basename "$executable")
   name=${target#fuzz_}
   work=$build_dir/fuzz/$name
@@ -117,11 +119,10 @@ for executable in "${targets[@]}"; do
   if ! "$executable" "${flags[@]}" -runs=0 "$seeds" >"$work/seeds.log" 2>&1; then
     report_failure "$target" "$work/seeds.log" "on its seed corpus ($seed_count seeds)" \
       "$fuzz_source_dir/corpus/$name"
-    failed=1
-    continue
+    return 1
   fi
   echo "$target: $seed_count seeds pass"
-  [[ $seconds -eq 0 ]] && continue
+  [[ $seconds -eq 0 ]] && return 0
 
   # New inputs go to the first directory, $corpus; the seeds are read too.
   start=$(date +%s.%N)
@@ -130,8 +131,7 @@ for executable in "${targets[@]}"; do
   elapsed=$(awk -v from="$start" -v to="$(date +%s.%N)" 'BEGIN { print to - from }')
   if [[ $status -ne 0 ]]; then
     report_failure "$target" "$work/fuzz.log" "after $(printf '%.0f' "$elapsed") s (exit status $status)"
-    failed=1
-    continue
+    return 1
   fi
   # Keep a minimal corpus: the inputs of $corpus that add coverage beyond
   # the seeds (-merge=1 keeps the coverage of all, in fewer files).
@@ -150,6 +150,28 @@ for executable in "${targets[@]}"; do
   kept=$(find "$corpus" -type f | wc -l)
   printf '%s: %s executions in %.0f s (%s exec/s), corpus %s (%s kept in %s), no crash\n' \
     "$target" "$executions" "$elapsed" "$rate" "${corpus_size:-?}" "$kept" "${corpus#"$source_dir"/}"
+}
+
+# The targets run side by side, FUZZ_JOBS at once (default: one per CPU),
+# each into its own report, printed in order once all have ended.
+jobs_max=${FUZZ_JOBS:-$(nproc)}
+echo "fuzz.sh: ${#targets[@]} target(s), $seconds s each after their seeds, $jobs_max at once"
+pids=()
+reports=()
+for executable in "${targets[@]}"; do
+  while [[ $(jobs -rp | wc -l) -ge $jobs_max ]]; do
+    wait -n || true
+  done
+  report=$build_dir/fuzz/$(basename "$executable").report
+  mkdir -p "$build_dir/fuzz"
+  fuzz_target "$executable" >"$report" 2>&1 &
+  pids+=($!)
+  reports+=("$report")
+done
+failed=0
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || failed=1
+  cat "${reports[$i]}"
 done
 
 if [[ $failed -ne 0 ]]; then

@@ -108,12 +108,16 @@ TEST_CASE("submit of an empty Task is refused with std::invalid_argument", "[cor
   CHECK(pool.stats().taskCount == 0);
 }
 
+namespace {
+
 /// A Task<int> that has run to the end: co_awaited once through `task`.
 void awaitOnce(Task<int>& task) {
   auto awaitIt = [](Task<int>& t) -> Task<int> { co_return co_await t; };
   REQUIRE(syncWait(awaitIt(task)) == 2);
   REQUIRE(task.valid());
 }
+
+}  // namespace
 
 /// The message of the std::logic_error `f` throws; fails the test if it throws
 /// nothing or something else.

@@ -498,9 +498,13 @@ TEST_CASE("an execute()d lane task refused by a shut-down pool goes to the uncau
 
 // ---- a failure behind a cancelled Future is not lost -------------------------
 
+namespace {
+
 struct HookError : std::runtime_error {
   HookError() : std::runtime_error("the beforeExecute hook failed") {}
 };
+
+}  // namespace
 
 TEST_CASE("a lane task whose beforeExecute hook throws after its Future was cancelled is reported as unobserved",
           "[lane][unobserved][hooks][reliability]") {

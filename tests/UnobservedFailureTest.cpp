@@ -396,10 +396,14 @@ ThreadPoolOptions saturatedPool(Reports& reports, const char* name, RejectionPol
   return options;
 }
 
+namespace {
+
 Task<int> failingAfterSleep(int id) {
   co_await coexec::sleepFor(1ms);
   throw TaskError(id);
 }
+
+}  // namespace
 
 TEST_CASE("a caller-run coroutine task that fails with its Future dropped unread is reported",
           "[unobserved][policy][coroutine][reliability]") {
