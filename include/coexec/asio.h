@@ -18,6 +18,13 @@
 /// implementation (coexec/asio/impl/*.ipp), is <coexec/boost_asio.h>, in
 /// namespace coexec::basio. See docs/asio.md.
 
+// A standard header before Asio's: Asio's configuration chooses how it
+// allocates (std::aligned_alloc or operator new) from a libstdc++ macro that
+// only a standard header defines, so a translation unit that reached Asio first
+// would disagree with one that did not, and one program would free memory the
+// other way than it allocated it. Every coexec header that includes Asio
+// includes <cstddef> first.
+#include <cstddef>
 #include <asio.hpp>
 
 #include "coexec/asio/AsioPoolExecutor.h"

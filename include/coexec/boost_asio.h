@@ -24,6 +24,9 @@
 /// do. Both bridges may be included in one program, even in one file.
 /// Link the CMake target coexec::boost_asio. See docs/asio.md.
 
+// A standard header before Asio's, for one Asio configuration in every
+// translation unit (coexec/asio.h says why).
+#include <cstddef>
 #include <boost/asio.hpp>
 #include <boost/system/system_error.hpp>
 

@@ -7,6 +7,9 @@
 // body, shared with the Boost.Asio flavour (coexec/boost_asio.h), is
 // impl/AsioScheduler.ipp.
 
+// A standard header before Asio's, for one Asio configuration in every
+// translation unit (coexec/asio.h says why).
+#include <cstddef>
 #include <asio.hpp>
 
 #include "coexec/asio/AsioPoolExecutor.h"

@@ -6,6 +6,9 @@
 // coexec::Future. The body, shared with the Boost.Asio flavour
 // (coexec/boost_asio.h), is impl/AsyncWait.ipp.
 
+// A standard header before Asio's, for one Asio configuration in every
+// translation unit (coexec/asio.h says why).
+#include <cstddef>
 #include <system_error>
 
 #include <asio.hpp>
