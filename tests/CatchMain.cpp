@@ -1,3 +1,36 @@
 // SPDX-License-Identifier: BSL-1.0
-#define CATCH_CONFIG_MAIN
+// The tests' runner: Catch2's own, with one more option for the build's test
+// discovery (tests/cmake/CatchAddTestsWithLabels.cmake.in):
+//   --list-names-and-tags   one line per test the command line selects
+//                           (hidden ones only when asked for), the name, a
+//                           tab, then its tags as written: `name\t[a][b]`.
+// One run of the executable gives CTest every name and label; listing the
+// names, then each tag's tests, started the executable once per tag.
+#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
+
+#include <iostream>
+
+int main(int argc, char* argv[]) {
+    Catch::Session session;
+    bool listNamesAndTags = false;
+    session.cli(session.cli() | Catch::clara::Opt(listNamesAndTags)["--list-names-and-tags"](
+                                    "list each selected test's name, a tab and its tags"));
+    if (int const rc = session.applyCommandLine(argc, argv); rc != 0) {
+        return rc;
+    }
+    if (!listNamesAndTags) {
+        return session.run();
+    }
+    Catch::Config const& config = session.config();
+    for (Catch::TestCase const& test :
+         Catch::filterTests(Catch::getAllTestCasesSorted(config), config.testSpec(), config)) {
+        std::cout << test.name << '\t';
+        for (std::string const& tag : test.tags) {
+            std::cout << '[' << tag << ']';
+        }
+        std::cout << '\n';
+    }
+    std::cout.flush();
+    return std::cout ? 0 : 1;
+}

@@ -82,12 +82,12 @@ struct SaturatedPool {
 
 }  // namespace
 
-TEST_CASE("resumeOn from outside the pool continues on a thread of that pool", "[resumeon]") {
+TEST_CASE("resumeOn from outside the pool continues on a thread of that pool", "[resumeOn]") {
   ThreadPoolExecutor pool(taggedPool("ro", 1, 1, WorkQueue::bounded(4)));
   CHECK(syncWait(tryHop(pool, std::this_thread::get_id())) == "hopped to ro");
 }
 
-TEST_CASE("resumeOn between two pools runs the coroutine on each in turn", "[resumeon][affinity]") {
+TEST_CASE("resumeOn between two pools runs the coroutine on each in turn", "[resumeOn][affinity]") {
   ThreadPoolExecutor a(taggedPool("a", 1, 1, WorkQueue::bounded(4)));
   ThreadPoolExecutor b(taggedPool("b", 1, 1, WorkQueue::bounded(4)));
   auto visit = [](ThreadPoolExecutor& first, ThreadPoolExecutor& second) -> Task<std::vector<std::string>> {
@@ -103,7 +103,7 @@ TEST_CASE("resumeOn between two pools runs the coroutine on each in turn", "[res
   CHECK(syncWait(visit(a, b)) == std::vector<std::string>{"a", "b", "a"});
 }
 
-TEST_CASE("resumeOn from a coroutine already on the pool is a yield that is never rejected", "[resumeon][admission]") {
+TEST_CASE("resumeOn from a coroutine already on the pool is a yield that is never rejected", "[resumeOn][admission]") {
   ThreadPoolExecutor pool(taggedPool("yield", 1, 1, WorkQueue::bounded(1)));
   struct Seen {
     bool queueWasFull = false;
@@ -127,32 +127,32 @@ TEST_CASE("resumeOn from a coroutine already on the pool is a yield that is neve
 }
 
 TEST_CASE("resumeOn to a saturated pool under abort throws RejectedExecution and the coroutine goes on on its thread",
-          "[resumeon][rejection]") {
+          "[resumeOn][rejection]") {
   SaturatedPool s(RejectionPolicy::abort());
   CHECK(syncWait(tryHop(s.pool, std::this_thread::get_id())) == "rejected at home");
   CHECK(s.pool.stats().rejectedCount == 1);
 }
 
-TEST_CASE("resumeOn to a saturated pool under discard throws RejectedExecution", "[resumeon][rejection]") {
+TEST_CASE("resumeOn to a saturated pool under discard throws RejectedExecution", "[resumeOn][rejection]") {
   SaturatedPool s(RejectionPolicy::discard());
   CHECK(syncWait(tryHop(s.pool, std::this_thread::get_id())) == "rejected at home");
   CHECK(s.pool.stats().rejectedCount == 1);
 }
 
-TEST_CASE("resumeOn to a saturated pool under callerRuns goes on in the calling thread", "[resumeon][rejection]") {
+TEST_CASE("resumeOn to a saturated pool under callerRuns goes on in the calling thread", "[resumeOn][rejection]") {
   SaturatedPool s(RejectionPolicy::callerRuns());
   CHECK(syncWait(tryHop(s.pool, std::this_thread::get_id())) == "ran at home");
   CHECK(s.pool.stats().rejectedCount == 1);
 }
 
-TEST_CASE("resumeOn to a shut-down pool throws RejectedExecution", "[resumeon][rejection][shutdown]") {
+TEST_CASE("resumeOn to a shut-down pool throws RejectedExecution", "[resumeOn][rejection][shutdown]") {
   ThreadPoolExecutor pool(taggedPool("down", 1, 1, WorkQueue::bounded(4)));
   pool.shutdown();
   CHECK(syncWait(tryHop(pool, std::this_thread::get_id())) == "rejected at home");
 }
 
 TEST_CASE("a resumeOn hop returned by shutdownNow and dropped resumes the coroutine with BrokenPromise",
-          "[resumeon][shutdown]") {
+          "[resumeOn][shutdown]") {
   Gate gate;
   ThreadPoolExecutor target(taggedPool("tgt", 1, 1, WorkQueue::bounded(4)));
   ThreadPoolExecutor origin(taggedPool("org", 1, 1, WorkQueue::bounded(4)));
@@ -177,7 +177,7 @@ TEST_CASE("a resumeOn hop returned by shutdownNow and dropped resumes the corout
 }
 
 TEST_CASE("a coroutine task that finishes on another pool's thread never touches its pool after close() returned",
-          "[resumeon][lifecycle]") {
+          "[resumeOn][lifecycle]") {
   // The task of `pool` finishes on `other`'s thread: that thread settles the
   // Future, takes the task off `pool`'s in-flight count and must then leave
   // `pool` alone, because get() returns and the destructor frees it at once.
@@ -208,7 +208,7 @@ TEST_CASE("a coroutine task that finishes on another pool's thread never touches
 }
 
 TEST_CASE("resumeOn to a saturated callerRuns pool runs each refused hop in the caller without nesting",
-          "[resumeon][rejection][stack]") {
+          "[resumeOn][rejection][stack]") {
   // Each refused hop runs the coroutine's rest in the calling thread. Nested
   // inside the refused hop's await_suspend, 100,000 hops would need far more
   // than the 256 KiB stack they run on here.
@@ -230,7 +230,7 @@ TEST_CASE("resumeOn to a saturated callerRuns pool runs each refused hop in the 
 }
 
 TEST_CASE("resumeOn of the pool a coroutine runs on yields to the work already queued",
-          "[resumeon][yield]") {
+          "[resumeOn][yield]") {
   // One thread: the coroutine spins on a flag that only a queued task sets.
   // A yield that were served before queued work would spin forever (bounded
   // here by kMaxYields).
@@ -290,7 +290,7 @@ Task<int> guestAwaiting(ThreadPoolExecutor& host, Future<int>& future, std::atom
 }  // namespace
 
 TEST_CASE("a coroutine that hopped onto a pool and sleeps there keeps the pool from terminating until it ends",
-          "[resumeon][shutdown][reliability]") {
+          "[resumeOn][shutdown][reliability]") {
   // Caught by the model-based stress driver: the pool terminated with the
   // guest's sleep in its timers and dropped it; the coroutine never resumed
   // (its syncWait hung, its frame leaked).
@@ -322,7 +322,7 @@ TEST_CASE("a coroutine that hopped onto a pool and sleeps there keeps the pool f
 }
 
 TEST_CASE("a coroutine that hopped onto a pool and awaits another pool's task resumes on a live pool",
-          "[resumeon][shutdown][reliability]") {
+          "[resumeOn][shutdown][reliability]") {
   // Without the hold, close() returned while the guest waited, and the
   // other pool's task then posted the guest back to a destroyed pool.
   Gate gate;

@@ -153,7 +153,7 @@ TEST_CASE("a coroutine task holds its lane until it finishes, across its suspens
 }
 
 TEST_CASE("resumeOn(lane) continues the coroutine in order with the lane's tasks, on a pool thread",
-          "[lanes][resumeon]") {
+          "[lanes][resumeOn]") {
   Gate gate;
   ThreadPoolExecutor pool(coexec::test::taggedPool("lanes", 2, 2, WorkQueue::bounded(64)));
   ThreadPoolExecutor outside(poolOf(1));
@@ -188,7 +188,7 @@ TEST_CASE("resumeOn(lane) continues the coroutine in order with the lane's tasks
   CHECK(onPool.load());
 }
 
-TEST_CASE("resumeOn(lane) from the lane's own coroutine task does not suspend", "[lanes][resumeon]") {
+TEST_CASE("resumeOn(lane) from the lane's own coroutine task does not suspend", "[lanes][resumeOn]") {
   ThreadPoolExecutor pool(poolOf(2));
   SerialExecutor lane(pool);
   Future<int> task = lane.submit([&]() -> Task<int> {
@@ -401,7 +401,7 @@ TEST_CASE(
 }
 
 TEST_CASE("resumeOn(lane) of a shut-down pool throws RejectedExecution from the co_await, on the calling thread",
-          "[lanes][resumeon][shutdown][bad-input]") {
+          "[lanes][resumeOn][shutdown][bad-input]") {
   ThreadPoolExecutor pool(poolOf(1));
   SerialExecutor lane(pool);
   pool.shutdown();

@@ -132,7 +132,7 @@ struct Counted {
 
 }  // namespace
 
-TEST_CASE("syncWait of a Future returns its value, named or moved in", "[syncwait][future]") {
+TEST_CASE("syncWait of a Future returns its value, named or moved in", "[syncWait][future]") {
   ThreadPoolExecutor pool = makePool();
   Future<int> named = pool.submit([] { return 7; });
   CHECK(syncWait(named) == 7);
@@ -149,7 +149,7 @@ TEST_CASE("syncWait of a Future returns its value, named or moved in", "[syncwai
   CHECK(stats.failedCount == 1);
 }
 
-TEST_CASE("syncWait of a Future of a reference returns the reference", "[syncwait][future]") {
+TEST_CASE("syncWait of a Future of a reference returns the reference", "[syncWait][future]") {
   ThreadPoolExecutor pool = makePool();
   int target = 1;
   Future<int&> ref = pool.submit([&target]() -> int& { return target; });
@@ -159,7 +159,7 @@ TEST_CASE("syncWait of a Future of a reference returns the reference", "[syncwai
 }
 
 TEST_CASE("syncWait of a Future temporary from an owning lambda is accepted and destroys the capture once",
-          "[syncwait][future][gcc12]") {
+          "[syncWait][future][gcc12]") {
   ThreadPoolExecutor pool = makePool();
   CHECK(syncWait(pool.submit([s = std::string(100, 'x')] { return s.size(); })) == 100);
   std::atomic<int> destroyed{0};
@@ -175,14 +175,14 @@ TEST_CASE("syncWait of a Future temporary from an owning lambda is accepted and 
   CHECK(stats.completedTaskCount == 2);
 }
 
-TEST_CASE("syncWait of a ScheduledFuture returns its value", "[syncwait][schedule]") {
+TEST_CASE("syncWait of a ScheduledFuture returns its value", "[syncWait][schedule]") {
   ThreadPoolExecutor pool = makePool();
   auto scheduled = pool.schedule([] { return 5; }, 1ms);
   CHECK(syncWait(scheduled) == 5);
   CHECK(syncWait(pool.schedule([] { return 6; }, 0ms)) == 6);
 }
 
-TEST_CASE("syncWait of a PeriodicHandle returns once the schedule is cancelled", "[syncwait][periodic]") {
+TEST_CASE("syncWait of a PeriodicHandle returns once the schedule is cancelled", "[syncWait][periodic]") {
   ThreadPoolExecutor pool = makePool();
   std::atomic<int> runs{0};
   coexec::PeriodicHandle handle;
@@ -195,7 +195,7 @@ TEST_CASE("syncWait of a PeriodicHandle returns once the schedule is cancelled",
   CHECK(runs.load() == 3);
 }
 
-TEST_CASE("syncWait of invokeAll returns the results in order", "[syncwait][invokeAll]") {
+TEST_CASE("syncWait of invokeAll returns the results in order", "[syncWait][invokeAll]") {
   ThreadPoolExecutor pool = makePool();
   std::vector<std::function<int()>> tasks;
   for (int i = 0; i < 5; ++i) tasks.emplace_back([i] { return i * i; });
@@ -207,7 +207,7 @@ TEST_CASE("syncWait of invokeAll returns the results in order", "[syncwait][invo
   CHECK_THROWS_AS(syncWait(pool.invokeAll(failing)), AnyError);
 }
 
-TEST_CASE("syncWait of invokeAny returns the first success or throws AllFailed", "[syncwait][invokeAny]") {
+TEST_CASE("syncWait of invokeAny returns the first success or throws AllFailed", "[syncWait][invokeAny]") {
   ThreadPoolExecutor pool = makePool();
   std::vector<std::function<int()>> tasks{[]() -> int { throw AnyError("a"); }, [] { return 3; }};
   CHECK(syncWait(pool.invokeAny(tasks)) == 3);
@@ -221,7 +221,7 @@ TEST_CASE("syncWait of invokeAny returns the first success or throws AllFailed",
   }
 }
 
-TEST_CASE("syncWait of invokeAll with a timeout throws TimeoutError", "[syncwait][invokeAll][timeout]") {
+TEST_CASE("syncWait of invokeAll with a timeout throws TimeoutError", "[syncWait][invokeAll][timeout]") {
   ThreadPoolExecutor pool = makePool();
   std::vector<std::function<int(coexec::CancellationToken)>> tasks{[](coexec::CancellationToken token) {
     while (!token.isCancellationRequested()) std::this_thread::sleep_for(1ms);
@@ -230,7 +230,7 @@ TEST_CASE("syncWait of invokeAll with a timeout throws TimeoutError", "[syncwait
   CHECK_THROWS_AS(syncWait(pool.invokeAll(tasks, 5ms)), coexec::TimeoutError);
 }
 
-TEST_CASE("syncWait of whenAll and whenAny returns their results", "[syncwait][when]") {
+TEST_CASE("syncWait of whenAll and whenAny returns their results", "[syncWait][when]") {
   ThreadPoolExecutor pool = makePool();
   Future<int> a = pool.submit([] { return 1; });
   Future<std::string> b = pool.submit([] { return std::string("b"); });
@@ -245,7 +245,7 @@ TEST_CASE("syncWait of whenAll and whenAny returns their results", "[syncwait][w
   CHECK_THROWS_AS(syncWait(coexec::whenAll(std::move(failing))), AnyError);
 }
 
-TEST_CASE("syncWait of withTimeout returns the value or throws TimeoutError", "[syncwait][timeout]") {
+TEST_CASE("syncWait of withTimeout returns the value or throws TimeoutError", "[syncWait][timeout]") {
   ThreadPoolExecutor pool = makePool();
   CHECK(syncWait(coexec::withTimeout(pool.submit([] { return 4; }), 10s)) == 4);
   // The task ends when the timeout cancels it (withTimeout waits for that).
@@ -257,7 +257,7 @@ TEST_CASE("syncWait of withTimeout returns the value or throws TimeoutError", "[
   CHECK_THROWS_AS(syncWait(timed), coexec::TimeoutError);
 }
 
-TEST_CASE("syncWait of TaskGroup::join and of asCompleted's next", "[syncwait][group]") {
+TEST_CASE("syncWait of TaskGroup::join and of asCompleted's next", "[syncWait][group]") {
   ThreadPoolExecutor pool = makePool();
   coexec::TaskGroup group(pool);
   std::atomic<int> ran{0};
@@ -278,13 +278,13 @@ TEST_CASE("syncWait of TaskGroup::join and of asCompleted's next", "[syncwait][g
   CHECK(sum == 33);
 }
 
-TEST_CASE("syncWait of sleepFor, a non-movable awaiter, returns after the sleep", "[syncwait][sleep]") {
+TEST_CASE("syncWait of sleepFor, a non-movable awaiter, returns after the sleep", "[syncWait][sleep]") {
   const auto before = std::chrono::steady_clock::now();
   syncWait(coexec::sleepFor(2ms));
   CHECK(std::chrono::steady_clock::now() - before >= 2ms);
 }
 
-TEST_CASE("syncWait of user awaitables", "[syncwait][user]") {
+TEST_CASE("syncWait of user awaitables", "[syncWait][user]") {
   CHECK(syncWait(ReadyAwaiter(3)) == 3);
   ReadyAwaiter named(4);
   CHECK(syncWait(named) == 4);
@@ -303,7 +303,7 @@ TEST_CASE("syncWait of user awaitables", "[syncwait][user]") {
   CHECK_THROWS_AS(syncWait(ThreadAwaiter(-1, &resumedOn)), AnyError);
 }
 
-TEST_CASE("syncWait of an awaitable on a pool thread throws std::logic_error", "[syncwait][pool]") {
+TEST_CASE("syncWait of an awaitable on a pool thread throws std::logic_error", "[syncWait][pool]") {
   ThreadPoolExecutor pool = makePool();
   ThreadPoolExecutor other = makePool();
   Future<int> outer = pool.submit([&] {

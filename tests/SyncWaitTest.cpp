@@ -56,7 +56,7 @@ Task<int> awaitPoolWork(ThreadPoolExecutor& pool, int count, std::thread::id hom
 
 }  // namespace
 
-TEST_CASE("syncWait returns the value of a Task", "[syncwait]") {
+TEST_CASE("syncWait returns the value of a Task", "[syncWait]") {
   CHECK(syncWait(answer()) == 42);
   bool ran = false;
   syncWait([](bool& flag) -> Task<void> {
@@ -69,11 +69,11 @@ TEST_CASE("syncWait returns the value of a Task", "[syncwait]") {
   CHECK(&same == &text);
 }
 
-TEST_CASE("syncWait rethrows the exception of the Task", "[syncwait][exceptions]") {
+TEST_CASE("syncWait rethrows the exception of the Task", "[syncWait][exceptions]") {
   CHECK_THROWS_MATCHES(syncWait(fails()), SyncError, Catch::Matchers::Message("from the task"));
 }
 
-TEST_CASE("syncWait of an empty Task throws std::logic_error", "[syncwait]") {
+TEST_CASE("syncWait of an empty Task throws std::logic_error", "[syncWait]") {
   CHECK_THROWS_AS(syncWait(Task<int>()), std::logic_error);
   CHECK_THROWS_AS(syncWait(Task<int>()), std::invalid_argument);
   CHECK_THROWS_WITH(syncWait(Task<int>()),
@@ -81,7 +81,7 @@ TEST_CASE("syncWait of an empty Task throws std::logic_error", "[syncwait]") {
                     "to start.");
 }
 
-TEST_CASE("syncWait of a Task that was already awaited throws std::logic_error", "[syncwait]") {
+TEST_CASE("syncWait of a Task that was already awaited throws std::logic_error", "[syncWait]") {
   auto awaitAndHandOver = []() -> Task<Task<int>> {
     Task<int> inner = answer();
     (void)co_await inner;
@@ -98,7 +98,7 @@ TEST_CASE("syncWait of a Task that was already awaited throws std::logic_error",
   CHECK_THAT(message, Catch::Matchers::StartsWith("coexec::syncWait: the Task was already started"));
 }
 
-TEST_CASE("a coroutine awaiting pool work inside syncWait resumes on the calling thread", "[syncwait][affinity]") {
+TEST_CASE("a coroutine awaiting pool work inside syncWait resumes on the calling thread", "[syncWait][affinity]") {
   ThreadPoolExecutor pool(taggedPool("sw", 2, 2, WorkQueue::bounded(16)));
   const std::thread::id home = std::this_thread::get_id();
   int resumedAtHome = 0;
@@ -106,7 +106,7 @@ TEST_CASE("a coroutine awaiting pool work inside syncWait resumes on the calling
   CHECK(resumedAtHome == 100);
 }
 
-TEST_CASE("syncWait returns once a Task that hopped to a pool finishes there", "[syncwait][resumeon]") {
+TEST_CASE("syncWait returns once a Task that hopped to a pool finishes there", "[syncWait][resumeOn]") {
   ThreadPoolExecutor pool(taggedPool("hop", 1, 1, WorkQueue::bounded(4)));
   auto hop = [](ThreadPoolExecutor& p) -> Task<std::string> {
     co_await resumeOn(p);
@@ -115,7 +115,7 @@ TEST_CASE("syncWait returns once a Task that hopped to a pool finishes there", "
   CHECK(syncWait(hop(pool)) == "hop");
 }
 
-TEST_CASE("syncWait nested in a coroutine restores the outer run loop", "[syncwait][affinity]") {
+TEST_CASE("syncWait nested in a coroutine restores the outer run loop", "[syncWait][affinity]") {
   ThreadPoolExecutor pool(taggedPool("nest", 1, 1, WorkQueue::bounded(4)));
   const std::thread::id home = std::this_thread::get_id();
   auto outer = [](ThreadPoolExecutor& p, std::thread::id h) -> Task<int> {
@@ -129,7 +129,7 @@ TEST_CASE("syncWait nested in a coroutine restores the outer run loop", "[syncwa
   CHECK(syncWait(outer(pool, home)) == 13);
 }
 
-TEST_CASE("syncWait on a pool thread throws std::logic_error", "[syncwait][blocking]") {
+TEST_CASE("syncWait on a pool thread throws std::logic_error", "[syncWait][blocking]") {
   ThreadPoolExecutor pool(taggedPool("swp", 1, 1, WorkQueue::bounded(4)));
   Future<bool> refused = pool.submit([] {
     try {
@@ -154,7 +154,7 @@ TEST_CASE("syncWait on a pool thread throws std::logic_error", "[syncwait][block
   CHECK(refusedInCoroutine.get());
 }
 
-TEST_CASE("syncWait may be called from several plain threads at once", "[syncwait]") {
+TEST_CASE("syncWait may be called from several plain threads at once", "[syncWait]") {
   ThreadPoolExecutor pool(taggedPool("many", 2, 2, WorkQueue::bounded(64)));
   constexpr int kThreads = 4;
   std::atomic<int> resumedAtHomeTotal{0};
@@ -174,7 +174,7 @@ TEST_CASE("syncWait may be called from several plain threads at once", "[syncwai
 }
 
 TEST_CASE("a coroutine that syncWait started and that outlives it resumes on the thread that completes its await",
-          "[syncwait][lifetime]") {
+          "[syncWait][lifetime]") {
   // callerRuns starts a fire-and-forget coroutine on the syncWait thread; it
   // suspends on a Future of another pool, and syncWait returns before that
   // Future completes. The loop it recorded is closed by then: the coroutine

@@ -482,7 +482,7 @@ TEST_CASE("a coroutine task run on a newThreadRuns temporary thread that fails u
   for (const Report& r : items) CHECK(r.threadName == "(temporary thread)");
 }
 
-TEST_CASE("an unjoined TaskGroup's failure is reported once, as unobserved", "[unobserved][taskgroup]") {
+TEST_CASE("an unjoined TaskGroup's failure is reported once, as unobserved", "[unobserved][taskGroup]") {
   Reports reports;
   ThreadPoolExecutor pool(reportingPool(reports, "group"));
   {

@@ -118,7 +118,7 @@ TEST_CASE("whenTerminated resumes the awaiter once the pool terminates after shu
   coexec::test::checkLedgerAddsUp(stats);
 }
 
-TEST_CASE("whenTerminated under syncWait resumes on the syncWait thread", "[executor][whenTerminated][syncwait]") {
+TEST_CASE("whenTerminated under syncWait resumes on the syncWait thread", "[executor][whenTerminated][syncWait]") {
   Gate gate;
   ThreadPoolExecutor a(options(1, "a"));
   coexec::test::OpenOnExit release(gate);
