@@ -18,6 +18,9 @@
 #include <fmt/format.h>
 
 #include "TestSupport.h"
+#include "coexec/Sleep.h"
+#include "coexec/SyncWait.h"
+#include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 
 using namespace std::chrono_literals;
@@ -29,6 +32,9 @@ using coexec::PoolState;
 using coexec::PoolStats;
 using coexec::RejectedExecution;
 using coexec::RejectionPolicy;
+using coexec::sleepFor;
+using coexec::syncWait;
+using coexec::Task;
 using coexec::TaskInfo;
 using coexec::ThreadPoolExecutor;
 using coexec::ThreadPoolOptions;
@@ -365,4 +371,55 @@ TEST_CASE("drainedCount counts the tasks shutdownNow returns and not those that 
   CHECK(s.completedTaskCount == 1u);
   CHECK(s.drainedCount == 4u);
   checkLedgerAddsUp(s);
+}
+
+// ---- counted before the Future settles -----------------------------------------
+
+TEST_CASE("stats() read after get() returned counts the task in its outcome", "[stats][race]") {
+  // The worker that ran the task races the thread that get() wakes: the
+  // count must come before the settlement, not after it.
+  constexpr std::uint64_t kRounds = 3000;
+  ThreadPoolExecutor pool(2, 2, 60s, WorkQueue::bounded(16));
+  std::uint64_t uncounted = 0;
+  std::uint64_t firstRound = 0;
+  for (std::uint64_t round = 1; round <= kRounds; ++round) {
+    auto ok = pool.submit([] { return 1; });
+    REQUIRE(ok.get() == 1);
+    auto bad = pool.submit([]() -> int { throw std::runtime_error("counted before settled"); });
+    REQUIRE_THROWS_AS(bad.get(), std::runtime_error);
+    auto cancelled = pool.submit([]() -> int { throw OperationCancelled(); });
+    REQUIRE_THROWS_AS(cancelled.get(), OperationCancelled);
+    const PoolStats s = pool.stats();
+    if (s.completedTaskCount != round || s.failedCount != round || s.cancelledCount != round) {
+      if (uncounted++ == 0) firstRound = round;
+    }
+  }
+  INFO("first round with a settled task not yet counted: " << firstRound);
+  CHECK(uncounted == 0);
+  pool.close();
+  checkLedgerAddsUp(pool.stats());
+}
+
+TEST_CASE("a coroutine resumed by a pool task's settlement reads stats() that count that task",
+          "[stats][coroutine]") {
+  // The child suspends (a short sleep), so the parent cannot run it where it
+  // awaits it: the parent suspends, and the worker that finishes the child
+  // resumes it inline, from inside the child's settlement.
+  constexpr int kRounds = 200;
+  ThreadPoolExecutor pool(2, 2, 60s, WorkQueue::bounded(16));
+  auto parent = pool.submit([&pool]() -> Task<int> {
+    int uncounted = 0;
+    for (int round = 1; round <= kRounds; ++round) {
+      auto child = pool.submit([]() -> Task<int> {
+        co_await sleepFor(50us);
+        co_return 1;
+      });
+      const int one = co_await child;
+      if (one != 1 || pool.stats().completedTaskCount != static_cast<std::uint64_t>(round)) ++uncounted;
+    }
+    co_return uncounted;
+  });
+  CHECK(syncWait(parent) == 0);
+  pool.close();
+  CHECK(pool.stats().completedTaskCount == static_cast<std::uint64_t>(kRounds) + 1);
 }

@@ -37,6 +37,11 @@ COEXEC_EXPORT std::string_view toString(PoolState state) noexcept;
 ///   outcomes never add up to more than `taskCount`, and no counter goes
 ///   down from one snapshot to the next; `activeCount` never exceeds
 ///   `poolSize`.
+/// - A task is counted in its outcome (`completedTaskCount`, `failedCount`,
+///   or `cancelledCount` if it threw OperationCancelled) before its Future
+///   settles: a snapshot taken after `get()` returned, or after a coroutine
+///   awaiting the Future resumed, counts it. (`activeCount` may still count
+///   the thread that ran it for a moment.)
 /// - `queueSize` and each local queue's size are exact at their own instant
 ///   during the call (workers take tasks without the lock); for bounded(n)
 ///   each is at most n, but under load their sum may count a task and the

@@ -182,10 +182,9 @@ struct ThreadPoolOptions {
   /// plain stores, no lock and no read-modify-write (a coroutine task that
   /// finishes on a thread not the pool's records under a mutex of the pool);
   /// stats() merges them. The cost is three clock reads per task, and two
-  /// per coexec co_await that may suspend a coroutine task (20 to 40 ns each for the
-  /// steady clock): default false, because on the trivial tasks of `make
-  /// bench` that is far more than the 5 % a default may cost (W11, recording
-  /// on against off: W1.1 0.75x, W1.2 0.53x, W2 0.95x; docs/production.md).
+  /// per coexec co_await that may suspend a coroutine task: default false,
+  /// because on trivial tasks that is far more than the 5 % a default may
+  /// cost (docs/production.md gives the figures).
   bool recordLatency = false;
 };
 

@@ -140,12 +140,13 @@ void PoolImpl::postYield(std::coroutine_handle<> handle) noexcept {
   if (waiting == SIZE_MAX) post(handle);
 }
 
+void PoolImpl::coroutineEnding(TaskCore& /*task*/, Outcome outcome) noexcept { count(outcome); }
+
 void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexcept {
   // Built only for a hook or a report: a coroutine that succeeds on a pool
   // without hooks reads none of it.
   if (hooks_.afterExecute || result.outcome == Outcome::failed) coroutineFinishedSlow(task, result);
   if (task.runTiming.clock != nullptr) recordCoroutineRun(task);  // timed by runTimed(): recordLatency
-  count(result.outcome);
   if (task.hasToken()) {
     std::lock_guard inFlightLock(inFlightMutex_);
     const auto it = std::find(inFlightTasks_.begin(), inFlightTasks_.end(), &task);

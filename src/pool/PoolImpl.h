@@ -161,7 +161,10 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   /// work already waiting (resumeOn(pool) from the pool itself). Never
   /// rejected.
   void postYield(std::coroutine_handle<> handle) noexcept;
-  // CoroutineObserver: a coroutine task of this pool finished.
+  // CoroutineObserver: a coroutine task of this pool ended; counted here,
+  // before its Future settles.
+  void coroutineEnding(TaskCore& task, Outcome outcome) noexcept override;
+  // CoroutineObserver: a coroutine task of this pool finished (settled).
   void coroutineFinished(TaskCore& task, const RunResult& result) noexcept override;
   // Its afterExecute hook and failure report, when there is one of them.
   void coroutineFinishedSlow(TaskCore& task, const RunResult& result) noexcept;
@@ -530,10 +533,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // Requires: mutex_ held (released while spinning, held again on return).
   // Spins for a short window, without the lock, until work appears anywhere
   // in the pool; the caller then looks for it under the lock, and parks if
-  // it finds none. Every idle worker spins: with only half of them (as some
-  // schedulers do), the other half parks at the end of each burst and the
-  // next burst pays a futex wake-up for it (W2: 7.6k -> 19k rounds/s on 2
-  // cores when all spin).
+  // it finds none. Every idle worker spins, so that no worker parks between
+  // two bursts (docs/performance.md, "Idle workers").
   void spinForWorkLocked(std::unique_lock<std::mutex>& lock);
   // Requires: mutex_ held. True if some worker's local queue holds a task.
   [[nodiscard]] bool anyLocalWorkLocked() const noexcept;
@@ -555,8 +556,14 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   void stampAdmission(TaskCore& task) const noexcept {
     if (recordLatency_) task.admittedAt = clock_.now().time_since_epoch().count();
   }
-  RunResult runTask(Worker& worker, TaskCore& task);
+  // A callable task, between its hooks; counted (unless periodic) before
+  // its Future settles.
+  void runTask(Worker& worker, TaskCore& task);
+  // Adds a task's outcome to the counters: on one of our workers its own,
+  // else outside_. Called before the task's Future settles, so that a
+  // stats() read after the settlement counts the task.
   void count(Outcome outcome) noexcept;
+  static void countBeforeSettle(void* pool, Outcome outcome) noexcept { static_cast<PoolImpl*>(pool)->count(outcome); }
   [[nodiscard]] bool quiescentLocked() const noexcept;
 
  public:

@@ -149,6 +149,7 @@ void PoolImpl::runStarted(Worker& worker, Ref<TaskCore>& task) {
         hooks_.beforeExecute(info);
       } catch (...) {
         const std::exception_ptr error = std::current_exception();
+        addOwn<std::uint64_t>(counters.failed, 1, std::memory_order_release);  // before the settlement
         task->failRunning(error);
         if (!task->hasFuture()) {
           reportUncaught(error, info);
@@ -156,7 +157,6 @@ void PoolImpl::runStarted(Worker& worker, Ref<TaskCore>& task) {
           sink_->armIfUnread(*task, worker.name);
         }
         started = false;
-        addOwn<std::uint64_t>(counters.failed, 1, std::memory_order_release);
       }
     }
     if (started) {
@@ -167,16 +167,16 @@ void PoolImpl::runStarted(Worker& worker, Ref<TaskCore>& task) {
         std::lock_guard lock(inFlightMutex_);
         inFlightTasks_.push_back(task.get());
       }
-      // Hands over our reference. Counted by coroutineFinished(), maybe
-      // before this returns.
+      // Hands over our reference. Counted by coroutineEnding() and let go
+      // by coroutineFinished(), maybe before this returns.
       task.detach()->startCoroutine(this);
     }
-  } else if (const RunResult result = runTask(worker, *task); task->countsInStats) {
-    count(result.outcome);  // (a periodic run counts with its schedule instead)
+  } else {
+    runTask(worker, *task);
   }
 }
 
-RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
+void PoolImpl::runTask(Worker& worker, TaskCore& task) {
   // Built only for a hook or a report: a task that succeeds on a pool
   // without hooks reads none of it.
   const auto info = [&] { return TaskInfo{name_, worker.name, task.hasFuture(), task.priority(), task.name()}; };
@@ -185,6 +185,7 @@ RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
       hooks_.beforeExecute(info());
     } catch (...) {
       const std::exception_ptr error = std::current_exception();
+      if (task.countsInStats) count(Outcome::failed);  // before the settlement
       task.failRunning(error);
       if (!task.hasFuture()) {
         reportUncaught(error, info());
@@ -192,10 +193,12 @@ RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
         sink_->armIfUnread(task, worker.name);
       }
       if (!task.countsInStats) periodicRunNotStarted(static_cast<PeriodicRun&>(task).state(), error);
-      return {Outcome::failed, error};
+      return;
     }
   }
-  RunResult result = task.run();
+  // Counted before the settlement (a periodic run counts with its schedule
+  // instead).
+  const RunResult result = task.run(task.countsInStats ? &PoolImpl::countBeforeSettle : nullptr, this);
   if (hooks_.afterExecute) {
     try {
       hooks_.afterExecute(info(), result.error);
@@ -213,7 +216,6 @@ RunResult PoolImpl::runTask(Worker& worker, TaskCore& task) {
       sink_->armIfUnread(task, worker.name);
     }
   }
-  return result;
 }
 
 void PoolImpl::count(Outcome outcome) noexcept {

@@ -4,11 +4,19 @@
 // stats(). The behaviour lives in the files beside it:
 //   PoolAdmission.cpp      admission (the Java routing), the rejection
 //                          policies' hooks into the pool, purge()
-//   PoolLifecycle.cpp      RUNNING -> SHUTDOWN/STOP -> TERMINATED, resizing
-//   PoolWorker.cpp         the worker loop: local queues, stealing,
-//                          spinning, parking
+//   PoolLocalQueues.cpp    a worker's local queue: pushes, pops, steals
+//   PoolWorker.cpp         the worker loop: order of service, spinning,
+//                          parking, counting a task's outcome
+//   PoolJoin.cpp           running a task where it is awaited
 //   PoolContinuations.cpp  coroutines resuming on the pool: post, yields,
 //                          and the end of a coroutine task
+//   PoolLifecycle.cpp      RUNNING -> SHUTDOWN/STOP -> TERMINATED, resizing
+//   PoolTermination.cpp    whenTerminated() awaiters
+//   PoolTimers.cpp         schedule*() and the timers' hold on the pool
+//   RoomWait.cpp           submitWhenRoom() producers
+//   TemporaryThreads.cpp   newThreadRuns(): rejected tasks on their own thread
+//   PoolLatency.cpp        recordLatency: timed runs, histograms
+//   ThreadDump.cpp         dumpThreads()
 // PoolImpl.h holds the state they share and says which lock guards what.
 
 #include "coexec/ThreadPoolExecutor.h"

@@ -229,7 +229,12 @@ bool TaskCore::closeToJoins() noexcept {
   return (s & kJoined) == 0;
 }
 
-RunResult TaskCore::run() noexcept {
+Outcome TaskCore::outcomeOf(const std::exception_ptr& error) noexcept {
+  if (!error) return Outcome::completed;
+  return isOperationCancelled(error) ? Outcome::cancelled : Outcome::failed;
+}
+
+RunResult TaskCore::run(BeforeSettle beforeSettle, void* arg) noexcept {
   std::exception_ptr error;
   // The current task while the body runs, and only then: work it submits is
   // linked to it; the hooks and the settlement that follow are not its body.
@@ -241,15 +246,14 @@ RunResult TaskCore::run() noexcept {
   }
   if (runTiming.clock != nullptr) runTiming.close();  // recordLatency: the run ends before the settlement
   setCurrentTask(previous);
+  if (beforeSettle != nullptr) beforeSettle(arg, outcomeOf(error));
   return finish(std::move(error));
 }
 
 RunResult TaskCore::finish(std::exception_ptr error) noexcept {
   RunResult result;
+  result.outcome = outcomeOf(error);
   result.error = std::move(error);
-  if (result.error) {
-    result.outcome = isOperationCancelled(result.error) ? Outcome::cancelled : Outcome::failed;
-  }
   if (!hasFuture_ && !linked_) {  // nobody to publish to (see tryStart)
     discardValue();
     state_.store(kDone, std::memory_order_relaxed);

@@ -137,6 +137,7 @@ class CoroutineTask final : public ResultCore<R>, private TaskContext {
     // link behind: not needed any more.
     if (this->awaitLink() != nullptr) releaseAwaitLink(*this);
     const bool fireAndForget = !this->hasFuture();
+    if (observer_) observer_->coroutineEnding(*this, TaskCore::outcomeOf(error));  // before the settlement
     const RunResult result = this->finish(std::move(error));
     if (observer_) {
       // Takes our reference: it may have to release the task before what it

@@ -47,6 +47,11 @@ class CoroutineObserver {
   /// is released (a pool that waits for the task leaves flight) comes after
   /// that drop.
   virtual void coroutineFinished(TaskCore& task, const RunResult& result) noexcept = 0;
+  /// The coroutine of `task` has ended with `outcome`, and its result is not
+  /// published yet: called on the thread that finished it, just before
+  /// coroutineFinished()'s publication, so that whoever sees the Future
+  /// settle sees what this did (a pool counts the task here). Must not throw.
+  virtual void coroutineEnding(TaskCore& /*task*/, Outcome /*outcome*/) noexcept {}
   /// The running coroutine of `task` has just created the task's token
   /// (TaskCore::createToken()), on the coroutine's thread: a pool tracks the
   /// task from now on, as it tracks tasks whose callable takes a token, so
@@ -140,10 +145,18 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// False, changing nothing, if a join started it already (the entry is
   /// then dropped, not drained). Never blocks.
   bool closeToJoins() noexcept;
+  /// Told how a task's body ended before its result is published, on the
+  /// thread that ends it (see run()). Must not throw.
+  using BeforeSettle = void (*)(void* arg, Outcome outcome) noexcept;
   /// Runs the callable; precondition: tryStart() returned true and
-  /// isCoroutine() is false. Publishes the result (or the exception) and
-  /// returns the outcome. Never throws.
-  RunResult run() noexcept;
+  /// isCoroutine() is false. Calls `beforeSettle(arg, outcome)` (if given)
+  /// once the callable has returned or thrown, then publishes the result (or
+  /// the exception): whoever sees the Future settle sees what beforeSettle
+  /// did (a pool's counters). Returns the outcome. Never throws.
+  RunResult run(BeforeSettle beforeSettle = nullptr, void* arg = nullptr) noexcept;
+  /// The outcome a body that threw `error` (null: returned) ended with:
+  /// cancelled for an OperationCancelled, failed for anything else.
+  [[nodiscard]] static Outcome outcomeOf(const std::exception_ptr& error) noexcept;
   /// True for a task whose body is a coroutine (it may finish after the call
   /// that starts it returns).
   [[nodiscard]] virtual bool isCoroutine() const noexcept { return false; }
