@@ -48,9 +48,10 @@ class CoroutineObserver {
   /// that drop.
   virtual void coroutineFinished(TaskCore& task, const RunResult& result) noexcept = 0;
   /// The coroutine of `task` has ended with `outcome`, and its result is not
-  /// published yet: called on the thread that finished it, just before
-  /// coroutineFinished()'s publication, so that whoever sees the Future
-  /// settle sees what this did (a pool counts the task here). Must not throw.
+  /// published yet: called on the thread that finished it, just before the
+  /// publication (coroutineFinished() follows it), so that whoever sees the
+  /// Future settle sees what this did (a pool counts the task here). Must not
+  /// throw.
   virtual void coroutineEnding(TaskCore& /*task*/, Outcome /*outcome*/) noexcept {}
   /// The running coroutine of `task` has just created the task's token
   /// (TaskCore::createToken()), on the coroutine's thread: a pool tracks the
