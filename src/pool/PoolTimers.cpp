@@ -179,9 +179,7 @@ void PeriodicState::end(PoolImpl& pool, std::exception_ptr error) noexcept {
   nextRun_.store(Clock::time_point::min().time_since_epoch().count(), std::memory_order_release);
   source_.requestCancellation();
   if (counted) {
-    pool.count(!error                        ? Outcome::completed
-               : isOperationCancelled(error) ? Outcome::cancelled
-                                             : Outcome::failed);
+    pool.count(TaskCore::outcomeOf(error));
   }
   static_cast<Completion&>(*completion_).complete(std::move(error));
 }
