@@ -32,6 +32,7 @@
 #include "CoroutineTestSupport.h"
 #include "coexec/CancellationToken.h"
 #include "coexec/Future.h"
+#include "coexec/InvokeAll.h"
 #include "coexec/KeyedExecutor.h"
 #include "coexec/SerialExecutor.h"
 #include "coexec/SyncWait.h"

@@ -37,6 +37,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "coexec/Format.h"
 #include "coexec/PoolStats.h"
 #include "coexec/ThreadPoolExecutor.h"
 

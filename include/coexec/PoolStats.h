@@ -6,8 +6,6 @@
 #include <string>
 #include <string_view>
 
-#include <fmt/format.h>
-
 #include "coexec/Export.h"
 #include "coexec/LatencyHistogram.h"
 
@@ -106,28 +104,3 @@ struct PoolStats {
 };
 
 }  // namespace coexec
-
-/// Formats a PoolState as toString() names it: `RUNNING`, `SHUTDOWN`, `STOP`
-/// or `TERMINATED`. Takes the format specs of a string (fill, alignment,
-/// width: `fmt::format("{:>10}", state)`). Never blocks; throws only what
-/// fmt throws (fmt::format_error for bad specs, std::bad_alloc).
-template <>
-struct COEXEC_EXPORT fmt::formatter<coexec::PoolState> : fmt::formatter<std::string_view> {
-  /// Called by fmt: writes `state`'s name to `ctx.out()` with the parsed specs.
-  fmt::format_context::iterator format(coexec::PoolState state, fmt::format_context& ctx) const;
-};
-
-/// Formats a PoolStats on one line:
-/// ``pool 'io' RUNNING: size 2 (core 1, max 2, largest 2), active 2, queued 1/1,
-/// tasks 7 (completed 3, failed 1, cancelled 0, discarded 0, drained 0),
-/// rejected 2, waited for room 5 (waiting now 1), scheduled 3, temporary runs
-/// 4, wait p99 1.2ms, run p99 85us`` (`, waited for room N (waiting now M)`
-/// only once a task has waited for room or a producer waits, `, scheduled N`
-/// only while timers are pending, `, temporary runs N` only once
-/// newThreadRuns() has run a task, `, wait p99 ..., run p99 ...` only when
-/// the pool records latency and has recorded a task).
-template <>
-struct COEXEC_EXPORT fmt::formatter<coexec::PoolStats> : fmt::formatter<std::string_view> {
-  /// Called by fmt: writes the line to `ctx.out()` with the parsed specs.
-  fmt::format_context::iterator format(const coexec::PoolStats& stats, fmt::format_context& ctx) const;
-};

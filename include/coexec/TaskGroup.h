@@ -16,6 +16,7 @@
 #include "coexec/Future.h"
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
+#include "coexec/detail/CombinatorAccess.h"
 #include "coexec/detail/FanIn.h"
 #include "coexec/detail/OwningCallableFuture.h"
 #include "coexec/detail/ParkedCoroutine.h"

@@ -8,8 +8,6 @@
 #include <string_view>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "coexec/Export.h"
 #include "coexec/PoolStats.h"
 
@@ -61,27 +59,3 @@ struct ThreadDump {
 };
 
 }  // namespace coexec
-
-/// Formats a WorkerState as toString() names it; takes a string's format specs.
-template <>
-struct COEXEC_EXPORT fmt::formatter<coexec::WorkerState> : fmt::formatter<std::string_view> {
-  /// Called by fmt: writes `state`'s name to `ctx.out()` with the parsed specs.
-  fmt::format_context::iterator format(coexec::WorkerState state, fmt::format_context& ctx) const;
-};
-
-/// Formats a WorkerDump on one line: ``io-1 RUNNING task 'resize' for 1.204s,
-/// local queue 3``, `io-2 RUNNING a coroutine, local queue 0`, `io-3 PARKED,
-/// local queue 0` (an unnamed task shows as `task (unnamed)`).
-template <>
-struct COEXEC_EXPORT fmt::formatter<coexec::WorkerDump> : fmt::formatter<std::string_view> {
-  /// Called by fmt: writes the line to `ctx.out()` with the parsed specs.
-  fmt::format_context::iterator format(const coexec::WorkerDump& worker, fmt::format_context& ctx) const;
-};
-
-/// Formats a ThreadDump: the PoolStats line, then one indented line per
-/// worker (see WorkerDump), then `  temporary threads: N` if there are any.
-template <>
-struct COEXEC_EXPORT fmt::formatter<coexec::ThreadDump> : fmt::formatter<std::string_view> {
-  /// Called by fmt: writes the lines to `ctx.out()` with the parsed specs.
-  fmt::format_context::iterator format(const coexec::ThreadDump& dump, fmt::format_context& ctx) const;
-};

@@ -351,6 +351,9 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   template <class F, class Rep, class Period>
   [[nodiscard]] auto submitWhenRoom(F&& f, std::chrono::duration<Rep, Period> timeout);
 
+  /// invokeAll() and invokeAny() are defined in <coexec/InvokeAll.h>: a file
+  /// that calls them includes it (or <coexec/coexec.h>).
+  ///
   /// `co_await pool.invokeAll(tasks)`: runs every task of `tasks` on this
   /// pool and returns their results in input order, as a `std::vector<R>`
   /// (nothing for void tasks). `tasks` is a forward range of callables (as
@@ -607,5 +610,3 @@ class COEXEC_EXPORT ThreadPoolExecutor {
 }  // namespace coexec
 
 #include "coexec/detail/ThreadPoolExecutorImpl.h"
-#include "coexec/detail/CombinatorAccess.h"
-#include "coexec/detail/InvokeAllImpl.h"

@@ -9,6 +9,8 @@
 #include "coexec/CurrentToken.h"
 #include "coexec/Errors.h"
 #include "coexec/Executors.h"
+#include "coexec/Format.h"
+#include "coexec/InvokeAll.h"
 #include "coexec/Future.h"
 #include "coexec/KeyedExecutor.h"
 #include "coexec/LatencyHistogram.h"

@@ -42,6 +42,7 @@
 
 #include "coexec/Errors.h"
 #include "coexec/ThreadPoolExecutor.h"
+#include "coexec/detail/CombinatorAccess.h"
 #include "scheduler/TimerService.h"
 
 namespace coexec::detail {

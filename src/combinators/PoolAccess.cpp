@@ -6,6 +6,7 @@
 // (a combinator then starts nothing, whatever the rejection policy).
 
 #include "coexec/ThreadPoolExecutor.h"
+#include "coexec/detail/CombinatorAccess.h"
 
 #include <string_view>
 

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "coexec/Errors.h"
+#include "coexec/detail/CombinatorAccess.h"
 
 namespace coexec {
 namespace detail {

@@ -1,99 +1,98 @@
 // SPDX-License-Identifier: BSL-1.0
-// The coroutine layer's compiled parts: syncWait's run loop, resumeOn's hop,
-// the checks that refuse blocking waits on a pool's own threads, and the error
-// for starting a Task twice, and thisThreadId() (out of line on purpose: see
-// ThisThread.h).
+// The coroutine runtime: the thread's current task, current scheduler and
+// trampoline; resume() and resumeFor(), the one place that decides whether a
+// continuation runs inline or is posted; run segments; the pool a thread
+// works for (set by the pool's workers, read by the blocking-wait checks);
+// the report of an exception nobody can take; thisThreadId() (out of line on
+// purpose: see ThisThread.h).
+//
+// Invariants:
+// - resume() returns with the calling thread's current task (and run-segment
+//   claim) as it found them, whatever the resumed coroutines set.
+// - resumeFor() runs a continuation inline only on a thread of its own
+//   scheduler (or for no scheduler), outside every NoInlineResumption, with
+//   stack to spare; otherwise it posts it, and a post never fails.
+// - The thread-locals are read and written only here, out of line (a
+//   coroutine body inlined elsewhere never caches their addresses).
 
 #include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
+#include <exception>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
-#include "pool/PoolImpl.h"
-#include "scheduler/RingBuffer.h"
-#include "scheduler/SpinWait.h"
-#include "coexec/ResumeOn.h"
-#include "coexec/SyncWait.h"
 #include "coexec/ThisThread.h"
-#include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/CoroutineTask.h"
+#include "coexec/detail/NoInlineResumption.h"
+#include "coexec/detail/Scheduler.h"
+#include "coro/Runtime.h"
 
 namespace coexec {
 namespace detail {
+constinit thread_local TaskCore* tlsCurrentTask = nullptr;
+
 namespace {
 
-/// The work item of a resumeOn() hop from outside the pool. Running it resumes
-/// the coroutine on the running thread. If it settles without running
-/// (rejected, discarded, dropped after shutdownNow), the coroutine is resumed
-/// with that error instead: never left suspended.
-///
-/// A hop that runs on the very thread that is suspending the coroutine
-/// (callerRuns, or a custom policy that runs the task in the caller) runs
-/// inside await_suspend: resuming the coroutine there would nest its rest
-/// in this call, and the next refused hop would nest again (the stack grows
-/// with every hop). Instead the hop marks itself kRanInline and await_suspend
-/// returns false, so the coroutine goes on from its own frame.
-class HopTask final : public TaskCore {
- public:
-  enum : int { kSuspending = 0, kSuspended = 1, kFailedEarly = 2, kRanInline = 3 };
+constinit thread_local Scheduler* tlsScheduler = nullptr;
+// The pool whose worker this thread is (enterPoolThread()), or null/empty.
+constinit thread_local const void* tlsPoolIdentity = nullptr;
+constinit thread_local const std::string* tlsPoolName = nullptr;
 
-  explicit HopTask(std::coroutine_handle<> coroutine)
-      : TaskCore(/*hasFuture=*/true, false, 0), coroutine_(coroutine), suspender_(std::this_thread::get_id()) {
-    setContinuation(&HopTask::onSettled, this);
+std::string describe(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception of a type not derived from std::exception";
   }
-
-  std::atomic<int> phase{kSuspending};
-  std::exception_ptr error;  // written before the coroutine resumes with it
-
- private:
-  void invoke() override {
-    ran_ = true;
-    // On the suspending thread while await_suspend still runs: let it return
-    // false (the coroutine then goes on without nesting). Only that thread can
-    // see kSuspending here and be the suspender, so no other thread races us.
-    if (std::this_thread::get_id() == suspender_ && phase.load(std::memory_order_acquire) == kSuspending) {
-      phase.store(kRanInline, std::memory_order_release);
-      return;
-    }
-    resume(coroutine_);
-  }
-  void discardValue() noexcept override {}
-
-  // On the thread that settled the hop.
-  static void onSettled(void* self) noexcept {
-    auto* hop = static_cast<HopTask*>(self);
-    if (hop->ran_) return;  // resumed by invoke()
-    try {
-      hop->error = hop->consume();
-    } catch (...) {
-      hop->error = std::current_exception();
-    }
-    int expected = kSuspending;
-    // acq_rel: the suspending thread must see `error`; we must see that it
-    // finished suspending before we resume.
-    if (hop->phase.compare_exchange_strong(expected, kFailedEarly, std::memory_order_acq_rel)) {
-      return;  // await_suspend is still running: it will not suspend
-    }
-    resume(hop->coroutine_);
-  }
-
-  std::coroutine_handle<> coroutine_;
-  const std::thread::id suspender_;  // the thread in await_suspend
-  bool ran_ = false;                 // written and read on the thread that runs the hop
-};
+}
 
 }  // namespace
 
-constinit thread_local TaskCore* tlsCurrentTask = nullptr;
+Scheduler* currentScheduler() noexcept { return tlsScheduler; }
+
+Scheduler* exchangeCurrentScheduler(Scheduler* scheduler) noexcept { return std::exchange(tlsScheduler, scheduler); }
+
+void resumeFor(Scheduler* scheduler, std::coroutine_handle<> handle) noexcept {
+  if (scheduler != nullptr && (scheduler != tlsScheduler || NoInlineResumption::active() || stackIsLow())) {
+    scheduler->post(handle);  // a pool from its own thread: the worker's next continuation, after this item
+  } else {
+    resume(handle);
+  }
+}
+
+void enterPoolThread(const void* identity, const std::string& name) noexcept {
+  tlsPoolIdentity = identity;
+  tlsPoolName = &name;
+}
+
+void leavePoolThread() noexcept {
+  tlsPoolIdentity = nullptr;
+  tlsPoolName = nullptr;
+}
+
+const void* currentPoolIdentity() noexcept { return tlsPoolIdentity; }
+
+std::string_view currentPoolName() noexcept { return tlsPoolName != nullptr ? *tlsPoolName : std::string_view(); }
+
+void printDropped(std::string_view what, std::string_view poolName, std::string_view threadName,
+                  const std::exception_ptr& error) noexcept {
+  try {
+    fmt::print(stderr, "coexec: {} on pool '{}' thread '{}' threw: {}\n", what, poolName, threadName, describe(error));
+  } catch (...) {
+    std::fputs("coexec: an exception was dropped and could not be printed\n", stderr);
+  }
+}
 
 namespace {
 
@@ -238,144 +237,10 @@ void checkBlockingWaitAllowed(const TaskCore& core, const char* operation) {
   throw std::logic_error(fmt::format(
       "coexec::{}: called on a thread of pool '{}' for an unfinished task of that same pool; blocking a pool thread "
       "on its own pool's work can deadlock (co_await the Future instead)",
-      operation, static_cast<const PoolImpl*>(pool)->name_));
-}
-
-void checkSyncWaitAllowed() {
-  if (const PoolImpl* pool = currentPool()) {
-    throw std::logic_error(fmt::format(
-        "coexec::syncWait: called on a thread of pool '{}'; blocking a pool thread until a task finishes can "
-        "deadlock the pool (co_await the task instead)",
-        pool->name_));
-  }
-}
-
-// ---- RunLoop -----------------------------------------------------------------
-
-/// How long syncWait's loop spins for a continuation before it sleeps.
-constexpr auto kRunLoopSpin = std::chrono::microseconds(20);
-
-class RunLoop::State final : public Scheduler {
- public:
-  void post(std::coroutine_handle<> handle) noexcept override {
-    {
-      std::lock_guard lock(mutex);
-      if (!closed) {
-        try {
-          ready.push(handle);
-        } catch (...) {
-          std::fputs("coexec: fatal: out of memory queueing a continuation for syncWait\n", stderr);
-          std::terminate();
-        }
-        pending.store(true, std::memory_order_release);
-        wake.notify_one();
-        return;
-      }
-    }
-    resume(handle);  // syncWait has returned: go on on this thread
-  }
-  bool retain(const TaskCore* /*awaitingTask*/) noexcept override {
-    refs.fetch_add(1, std::memory_order_relaxed);
-    return true;
-  }
-  void release() noexcept override {
-    // acq_rel: the last owner sees every other owner's use before deleting.
-    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
-  }
-
-  std::atomic<std::uint32_t> refs{1};  // syncWait's RunLoop, plus each awaiter that recorded it
-  std::mutex mutex;
-  std::condition_variable wake;
-  RingBuffer<std::coroutine_handle<>> ready;  // guarded by mutex; no allocation in steady state
-  std::atomic<bool> pending{false};           // !ready.empty() || finished, readable without the lock
-  bool finished = false;                      // guarded by mutex
-  bool closed = false;                        // guarded by mutex
-};
-
-RunLoop::RunLoop() : state_(new State) {}
-
-RunLoop::~RunLoop() {
-  {
-    std::lock_guard lock(state_->mutex);
-    state_->closed = true;
-  }
-  state_->release();
-}
-
-Scheduler* RunLoop::scheduler() const noexcept { return state_; }
-
-void RunLoop::finish() noexcept {
-  std::lock_guard lock(state_->mutex);
-  state_->finished = true;
-  state_->pending.store(true, std::memory_order_release);
-  state_->wake.notify_one();  // under the lock: the loop may end as soon as it is released
-}
-
-void RunLoop::run() {
-  std::unique_lock lock(state_->mutex);
-  while (true) {
-    if (!state_->finished && state_->ready.empty()) {
-      // Spin a moment before sleeping: the awaited work is often about to
-      // finish, and a futex wake-up costs the pool thread that posts and
-      // this thread together far more than the spin.
-      lock.unlock();
-      spinUntil([&] { return state_->pending.load(std::memory_order_acquire); }, kRunLoopSpin);
-      lock.lock();
-    }
-    state_->wake.wait(lock, [&] { return state_->finished || !state_->ready.empty(); });
-    if (state_->ready.empty()) return;  // finished and nothing left
-    const std::coroutine_handle<> next = state_->ready.pop();
-    if (state_->ready.empty() && !state_->finished) state_->pending.store(false, std::memory_order_relaxed);
-    lock.unlock();
-    resume(next);
-    lock.lock();
-  }
-}
-
-// ---- resumeOn -----------------------------------------------------------------
-
-bool ResumeOnAwaiter::suspend(std::coroutine_handle<> awaiting) {
-  PoolImpl& pool = *pool_->impl_;
-  if (currentPool() == &pool) {
-    task_ |= kSuspended;
-    pool.postYield(awaiting);  // a yield: behind the work already waiting, never rejected
-    return true;
-  }
-  auto* hop = new HopTask(awaiting);
-  Ref<TaskCore> local = Ref<TaskCore>::adopt(hop);
-  hop_ = local;
-  task_ |= kSuspended;
-  // From here on the coroutine may be resumed by another thread (and this
-  // awaiter destroyed): only `local` and `hop` may be touched, until we know
-  // it was not. The hop is not the coroutine's child: it is the coroutine
-  // itself going on, so it is admitted without a link to the current task.
-  try {
-    pool_->admitUnlinked(PendingTask(local));  // may throw (abort): the coroutine then resumes with it
-  } catch (...) {
-    task_ &= ~kSuspended;  // not suspended: the exception comes out of the co_await here
-    throw;
-  }
-  int expected = HopTask::kSuspending;
-  // False (go on at once, on this thread) if the hop failed before we could
-  // suspend, or ran here, inside admit (kRanInline: see HopTask).
-  if (hop->phase.compare_exchange_strong(expected, HopTask::kSuspended, std::memory_order_acq_rel)) return true;
-  task_ &= ~kSuspended;
-  return false;
-}
-
-void ResumeOnAwaiter::await_resume() {
-  // The coroutine goes on: its task's code again.
-  auto* const task = reinterpret_cast<TaskCore*>(task_ & ~kSuspended);
-  if ((task_ & kSuspended) != 0) setCurrentTask(task);
-  segmentGoesOn(task);  // in a new run segment (RunSegments.h)
-  if (!hop_) return;
-  auto* hop = static_cast<HopTask*>(hop_.get());
-  if (hop->error) std::rethrow_exception(hop->error);
+      operation, currentPoolName()));
 }
 
 }  // namespace detail
-
-detail::ResumeOnAwaiter resumeOn(ThreadPoolExecutor& pool) noexcept { return detail::ResumeOnAwaiter(pool); }
 
 // Out of line, in the library: a call the optimizer of the caller's coroutine
 // cannot see through, so it cannot merge two of them across a suspension.

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "coexec/Format.h"
+
 namespace coexec {
 
 namespace {

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "coro/Runtime.h"
 #include "scheduler/CoarseClock.h"
 #include "scheduler/MpmcRing.h"
 #include "scheduler/RingBuffer.h"
@@ -48,11 +49,6 @@ class PeriodicRun;
 struct TimerWork;
 template <class T, std::size_t N>
 class SmallList;
-
-/// Prints an exception nobody else can take (a throwing hook or handler) to
-/// stderr with its context. Never throws.
-void printDropped(std::string_view what, std::string_view poolName, std::string_view threadName,
-                  const std::exception_ptr& error) noexcept;
 
 /// The state of a ThreadPoolExecutor. The pool's mutex guards admission's
 /// slow path, the worker list, the lifecycle and the idle stack; the hot

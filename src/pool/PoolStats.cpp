@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #include "coexec/PoolStats.h"
 
+#include "coexec/Format.h"
 #include "coexec/WorkQueue.h"
 
 namespace coexec {

@@ -39,6 +39,7 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
   tlsPool = this;
   tlsWorker = worker;
   tlsWorkerName = &worker->name;
+  enterPoolThread(this, name_);
   exchangeCurrentScheduler(this);
   std::vector<std::thread> toJoin;
   {
@@ -84,6 +85,7 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
   }
   if (roomSignal_.load(std::memory_order_relaxed)) serveRoomWaiters();  // this thread's exit made room
   exchangeCurrentScheduler(nullptr);
+  leavePoolThread();
   tlsWorkerName = nullptr;
   tlsWorker = nullptr;
   tlsPool = nullptr;

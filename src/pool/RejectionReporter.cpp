@@ -9,6 +9,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "coexec/Format.h"
 #include "coexec/ThreadDump.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "pool/PoolImpl.h"

@@ -6,6 +6,8 @@
 
 #include "coexec/ThreadDump.h"
 
+#include "coexec/Format.h"
+
 #include <algorithm>
 #include <chrono>
 

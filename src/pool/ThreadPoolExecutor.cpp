@@ -38,18 +38,6 @@ namespace coexec {
 namespace detail {
 namespace {
 
-thread_local Scheduler* tlsScheduler = nullptr;
-
-std::string describe(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an exception of a type not derived from std::exception";
-  }
-}
-
 void setThreadName(const std::string& name) noexcept {
   // Linux limits thread names to 15 characters; the full name stays in TaskInfo.
   const std::string shortName = name.substr(0, 15);
@@ -99,37 +87,6 @@ std::size_t injectCapacity(const WorkQueue& spec) {
 }  // namespace
 
 PoolImpl* currentPool() noexcept { return tlsPool; }
-
-Scheduler* currentScheduler() noexcept { return tlsScheduler; }
-
-Scheduler* exchangeCurrentScheduler(Scheduler* scheduler) noexcept { return std::exchange(tlsScheduler, scheduler); }
-
-namespace {
-// How many NoInlineResumption guards are alive on this thread.
-constinit thread_local unsigned tlsNoInlineDepth = 0;
-}  // namespace
-
-NoInlineResumption::NoInlineResumption() noexcept { ++tlsNoInlineDepth; }
-NoInlineResumption::~NoInlineResumption() { --tlsNoInlineDepth; }
-
-void resumeFor(Scheduler* scheduler, std::coroutine_handle<> handle) noexcept {
-  if (scheduler != nullptr && (scheduler != tlsScheduler || tlsNoInlineDepth != 0 || stackIsLow())) {
-    scheduler->post(handle);  // a pool from its own thread: the worker's next continuation, after this item
-  } else {
-    resume(handle);
-  }
-}
-
-const void* currentPoolIdentity() noexcept { return tlsPool; }
-
-void printDropped(std::string_view what, std::string_view poolName, std::string_view threadName,
-                  const std::exception_ptr& error) noexcept {
-  try {
-    fmt::print(stderr, "coexec: {} on pool '{}' thread '{}' threw: {}\n", what, poolName, threadName, describe(error));
-  } catch (...) {
-    std::fputs("coexec: an exception was dropped and could not be printed\n", stderr);
-  }
-}
 
 PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
     : owner_(owner),

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "coexec/Errors.h"
-#include "coexec/detail/Scheduler.h"
+#include "coexec/detail/NoInlineResumption.h"
 
 namespace coexec {
 namespace {

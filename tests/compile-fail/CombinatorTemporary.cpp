@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "coexec/Future.h"
+#include "coexec/InvokeAll.h"
 #include "coexec/Task.h"
 #include "coexec/WhenAll.h"
 #include "coexec/WhenAny.h"

@@ -17,7 +17,8 @@
 #include <utility>
 
 #include "coexec/Future.h"
-#include "coexec/ThreadPoolExecutor.h"  // (CombinatorAccess, through it)
+#include "coexec/ThreadPoolExecutor.h"
+#include "coexec/detail/CombinatorAccess.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
 #include "coexec/detail/RunSegments.h"

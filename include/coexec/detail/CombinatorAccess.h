@@ -6,8 +6,6 @@
 // admitting a task the way submit() does, the state behind a Future, the
 // pool's timer service and its uncaught-exception handler. One friend of
 // ThreadPoolExecutor, so that each combinator needs none.
-//
-// Included at the end of ThreadPoolExecutor.h (include that one).
 
 #include <cstddef>
 #include <exception>
@@ -15,6 +13,7 @@
 
 #include "coexec/Future.h"
 #include "coexec/PendingTask.h"
+#include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
 

@@ -2,7 +2,7 @@
 #pragma once
 
 // The awaitable behind ThreadPoolExecutor::invokeAll and invokeAny (declared
-// in ThreadPoolExecutor.h, which includes this file at its end).
+// in ThreadPoolExecutor.h; coexec/InvokeAll.h includes this file).
 //
 // Each task becomes a pool task whose Future only this awaitable holds; the
 // task's one continuation (TaskCore::setContinuation) is this awaitable's,
@@ -25,6 +25,8 @@
 
 #include "coexec/Errors.h"
 #include "coexec/Future.h"
+#include "coexec/ThreadPoolExecutor.h"
+#include "coexec/detail/CombinatorAccess.h"
 #include "coexec/detail/CoroutineTask.h"
 #include "coexec/detail/FanIn.h"
 #include "coexec/detail/SlotArray.h"

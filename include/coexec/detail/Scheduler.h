@@ -5,6 +5,7 @@
 #include <coroutine>
 
 #include "coexec/Export.h"
+#include "coexec/detail/NoInlineResumption.h"
 
 namespace coexec::detail {
 
@@ -159,20 +160,6 @@ inline std::coroutine_handle<> transferTo(std::coroutine_handle<> handle) noexce
 /// turn) would otherwise nest one resumption in the next without bound.
 /// Never blocks; never throws.
 COEXEC_EXPORT void resumeFor(Scheduler* scheduler, std::coroutine_handle<> handle) noexcept;
-
-/// While one is alive on a thread, resumeFor() posts every continuation it is
-/// given to its scheduler instead of running it inline. Entry points that user
-/// code calls to cancel or drop a task (Future::cancel(), a task's
-/// cancellation through a link, dropping an unrun PendingTask) hold one, so
-/// that a coroutine awaiting that task never runs on the caller's stack (which
-/// may hold a lock the coroutine then takes). Nests. Never throws.
-class COEXEC_EXPORT NoInlineResumption {
- public:
-  NoInlineResumption() noexcept;
-  ~NoInlineResumption();
-  NoInlineResumption(const NoInlineResumption&) = delete;
-  NoInlineResumption& operator=(const NoInlineResumption&) = delete;
-};
 
 /// True when the calling thread has less than a reserve of its stack left (a
 /// quarter of it, at least 64 KiB, kept free): code that would nest more

@@ -2,11 +2,10 @@
 #pragma once
 
 // The bodies of ThreadPoolExecutor's member templates (declared, with their
-// contracts, in ThreadPoolExecutor.h, which includes this file at its end):
-// the task a callable or a Task becomes, and the periodic body. Each is
-// `inline`, as it was when defined in the class: GCC weighs the keyword when
-// it decides what to inline (without it, a sanitizer build at -O1 inlined
-// differently and -Wmaybe-uninitialized fired inside Asio's binder0).
+// contracts, in ThreadPoolExecutor.h, which includes this file at its end and
+// is the only file that does): the task a callable or a Task becomes, and the
+// periodic body. Each is `inline`, as if defined in the class: GCC weighs the
+// keyword when it decides what to inline.
 
 #include <chrono>
 #include <functional>
@@ -14,7 +13,6 @@
 #include <type_traits>
 #include <utility>
 
-#include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/OwningCallableFuture.h"
 
 namespace coexec {

@@ -24,6 +24,7 @@
 
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/AsioBridge.h"
+#include "coexec/detail/CombinatorAccess.h"
 #include "coexec/detail/Scheduler.h"
 
 namespace COEXEC_DETAIL_BRIDGE_NS {

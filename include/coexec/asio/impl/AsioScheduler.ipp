@@ -22,6 +22,7 @@
 #include "coexec/ResumeOn.h"
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
+#include "coexec/detail/CombinatorAccess.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/Scheduler.h"
 
