@@ -17,7 +17,7 @@
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/CombinatorAccess.h"
-#include "coexec/detail/ParkedCoroutine.h"
+#include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/SlotArray.h"
 #include "coexec/detail/RunSegments.h"
@@ -174,13 +174,16 @@ class CompletionQueue final : public RefCounted, public Recycled {
       ++cancelling_;
     }
     const std::size_t cancelled = cancelUnsettled();
-    ParkedCoroutine resumed;
+    ResumePoint resumed;
     {
       std::lock_guard lock(mutex_);
       --cancelling_;
       resumed = takeWaiterLocked();
     }
-    resumed.resume(/*mayRunInline=*/false);
+    {
+      const NoInlineResumption posted;
+      resumed.resume();
+    }
     release();  // may destroy the queue
     return cancelled;
   }
@@ -233,13 +236,16 @@ class CompletionQueue final : public RefCounted, public Recycled {
       ++cancelling_;  // no resumption while we cancel: the slots are ours to read
     }
     cancelUnsettled();
-    ParkedCoroutine resumed;
+    ResumePoint resumed;
     {
       std::lock_guard lock(mutex_);
       --cancelling_;
       resumed = takeWaiterLocked();
     }
-    resumed.resume(/*mayRunInline=*/false);  // never inside the canceller's requestCancellation()
+    {
+      const NoInlineResumption posted;  // never inside the canceller's requestCancellation()
+      resumed.resume();
+    }
   }
 
  private:
@@ -247,18 +253,18 @@ class CompletionQueue final : public RefCounted, public Recycled {
   static void onSettled(void* context) noexcept {
     Slot& settledSlot = *static_cast<Slot*>(context);
     CompletionQueue& queue = *settledSlot.owner;
-    ParkedCoroutine resumed;
+    ResumePoint resumed;
     {
       std::lock_guard lock(queue.mutex_);
       queue.slots_[queue.settled_++].order = static_cast<std::size_t>(&settledSlot - queue.slots_.data());
       resumed = queue.takeWaiterLocked();
     }
-    resumed.resume(/*mayRunInline=*/true);
+    resumed.resume();
     queue.release();  // may destroy the queue
   }
 
   // Requires: mutex_ held.
-  ParkedCoroutine takeWaiterLocked() noexcept;
+  ResumePoint takeWaiterLocked() noexcept;
 
   mutable std::mutex mutex_;
   SlotArray<Slot> slots_;
@@ -302,13 +308,13 @@ class NextAwaiter {
   bool suspend(std::coroutine_handle<> awaiting, TaskContext* context) {
     CancellationToken token;
     if (context != nullptr) token = context->cancellationToken();  // may throw: not suspended
-    parked_.park(awaiting, taskOf(context));
+    parked_.record(awaiting, taskOf(context));
     bool all = token.isCancellationRequested();
     if (!all && token.canBeCancelled()) {
       try {
         registration_.emplace(token, [this] { queue_->cancelFor(*this); });
       } catch (...) {
-        parked_.cancelPark();
+        parked_.forget();
         throw;
       }
     }
@@ -321,14 +327,14 @@ class NextAwaiter {
       }
       switch (queue_->park(*this, all)) {
         case CompletionQueue<R>::Park::parked: return true;  // an input's continuation resumes us
-        case CompletionQueue<R>::Park::ready: parked_.cancelPark(); return false;
+        case CompletionQueue<R>::Park::ready: parked_.forget(); return false;
         case CompletionQueue<R>::Park::cancelled: all = true; break;
       }
     }
   }
 
   CompletionQueue<R>* queue_;
-  ParkedCoroutine parked_;
+  ResumePoint parked_;
   bool cancelled_ = false;       // written before the resumption (under the queue's mutex, or while arming)
   bool cancelledEarly_ = false;  // guarded by the queue's mutex
   bool suspendCalled_ = false;    // await_suspend ran: task_ is the coroutine's task
@@ -339,8 +345,8 @@ class NextAwaiter {
 };
 
 template <class R>
-ParkedCoroutine CompletionQueue<R>::takeWaiterLocked() noexcept {
-  ParkedCoroutine taken;
+ResumePoint CompletionQueue<R>::takeWaiterLocked() noexcept {
+  ResumePoint taken;
   if (waiter_ == nullptr || cancelling_ != 0) return taken;
   if (waitAll_ ? settled_ != slots_.size() : yielded_ == settled_ && yielded_ != slots_.size()) return taken;
   taken = waiter_->parked_;

@@ -11,6 +11,7 @@
 #include "coexec/Task.h"
 #include "coexec/detail/Diagnostics.h"
 #include "coexec/detail/Ref.h"
+#include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/RunSegments.h"
 #include "coexec/detail/Scheduler.h"
 #include "coexec/detail/TaskCore.h"
@@ -226,38 +227,25 @@ class FutureAwaiter {
     if (context != nullptr && context->task() != nullptr && !core_->isChildOf(context->task())) {
       linkAwaitToCancellation(*context, *core_);  // may throw: not suspended
     }
-    Scheduler* scheduler = currentScheduler();
-    const bool retained = scheduler != nullptr && scheduler->retain(taskOf(context));
-    scheduler_ = reinterpret_cast<std::uintptr_t>(scheduler) | (retained ? kRetained : 0);
+    resumeAt_.record(awaiting, taskOf(context));
     context_ = reinterpret_cast<std::uintptr_t>(context) | kSuspended;
-    awaiting_ = awaiting;
     // After this returns true, another thread may resume the coroutine (and
     // destroy this awaiter): touch nothing of `this` afterwards.
     if (core_->setContinuation(&FutureAwaiter::resume, this)) return true;
     context_ &= ~kSuspended;
-    if (retained) scheduler->release();  // already done: resume at once, here
+    resumeAt_.forget();  // already done: resume at once, here
     return false;
   }
 
-  // Flags in the low bits of the pointers (both types are aligned to 8), so
-  // that the awaiter, which every frame that awaits a Future holds, stays
-  // four words.
-  static constexpr std::uintptr_t kRetained = 1;   // in scheduler_: retain() succeeded
+  // A flag in the low bit of the context pointer (aligned to 8), so that the
+  // awaiter, which every frame that awaits a Future holds, stays four words.
   static constexpr std::uintptr_t kSuspended = 1;  // in context_: await_suspend returned true
 
-  static void resume(void* self) noexcept {
-    auto* awaiter = static_cast<FutureAwaiter*>(self);
-    // The awaiter may be gone once resumed.
-    auto* const scheduler = reinterpret_cast<Scheduler*>(awaiter->scheduler_ & ~kRetained);
-    const bool retained = (awaiter->scheduler_ & kRetained) != 0;
-    resumeFor(scheduler, awaiter->awaiting_);
-    if (retained) scheduler->release();
-  }
+  static void resume(void* self) noexcept { static_cast<FutureAwaiter*>(self)->resumeAt_.resume(); }
 
   ResultCore<R>* core_;
-  std::uintptr_t scheduler_ = 0;  // Scheduler* | kRetained
-  std::uintptr_t context_ = 0;    // TaskContext* | kSuspended
-  std::coroutine_handle<> awaiting_;
+  std::uintptr_t context_ = 0;  // TaskContext* | kSuspended
+  ResumePoint resumeAt_;
 };
 
 }  // namespace detail

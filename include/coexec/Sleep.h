@@ -10,6 +10,7 @@
 #include "coexec/CancellationToken.h"
 #include "coexec/Export.h"
 #include "coexec/Task.h"
+#include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/Scheduler.h"
 #include "coexec/detail/Time.h"
 #include "coexec/detail/RunSegments.h"
@@ -137,11 +138,9 @@ class COEXEC_EXPORT SleepAwaiter {
   TimerService* service_ = nullptr;
   std::uint32_t timerSlot_ = 0;  // the timer's TimerId
   std::uint32_t timerGeneration_ = 0;
-  Scheduler* scheduler_ = nullptr;  // where to resume
-  TaskCore* task_ = nullptr;        // the coroutine's task (see currentTask()); set before suspend()
-  bool retained_ = false;           // scheduler_->retain() succeeded
-  bool suspended_ = false;          // await_suspend returned true
-  std::coroutine_handle<> awaiting_;
+  ResumePoint resumeAt_;       // where the coroutine resumes
+  TaskCore* task_ = nullptr;   // the coroutine's task (see currentTask()); set before suspend()
+  bool suspended_ = false;     // await_suspend returned true
   // Last, so destroyed first: its destructor waits for a cancel() running on
   // another thread, which may still read the fields above (see Sleep.cpp).
   std::optional<CancellationRegistration> registration_;

@@ -20,7 +20,7 @@
 #include "coexec/Future.h"
 #include "coexec/PendingTask.h"
 #include "coexec/detail/Diagnostics.h"
-#include "coexec/detail/ParkedCoroutine.h"
+#include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/TaskPromise.h"
 #include "coexec/detail/RunSegments.h"
 
@@ -106,7 +106,7 @@ class COEXEC_EXPORT RoomWaiter {
   TaskCore* producerTask_ = nullptr;  // made current again on resumption
   bool suspended_ = false;
   bool awaited_ = false;  // suspend() ran: a second await is refused
-  ParkedCoroutine parked_;
+  ResumePoint parked_;
   std::atomic<std::uint8_t> state_{0};
   // Last, so destroyed first: its destructor waits for a callback running on
   // another thread, which reads the fields above.

@@ -19,7 +19,7 @@
 #include "coexec/detail/CombinatorAccess.h"
 #include "coexec/detail/FanIn.h"
 #include "coexec/detail/OwningCallableFuture.h"
-#include "coexec/detail/ParkedCoroutine.h"
+#include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
 #include "coexec/detail/RunSegments.h"
@@ -245,7 +245,7 @@ class COEXEC_EXPORT GroupState {
   void cancelChildrenLocked(std::unique_lock<std::mutex>& lock) noexcept;
   // Requires: mutex_ held. The parked joiner if the group is idle; wakes the
   // destructor.
-  ParkedCoroutine takeJoinerLocked() noexcept;
+  ResumePoint takeJoinerLocked() noexcept;
   void unlinkLocked(GroupChildBase& child) noexcept;
 
   ThreadPoolExecutor& pool_;
@@ -291,7 +291,7 @@ class COEXEC_EXPORT JoinAwaiter {
   bool suspend(std::coroutine_handle<> awaiting, TaskContext* context);
 
   GroupState* group_;
-  ParkedCoroutine parked_;
+  ResumePoint parked_;
   bool cancelled_ = false;       // written before the resumption (under the group's mutex, or here)
   bool cancelledEarly_ = false;  // guarded by the group's mutex
   bool suspendCalled_ = false;    // await_suspend ran: task_ is the coroutine's task

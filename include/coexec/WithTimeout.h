@@ -20,6 +20,7 @@
 #include "coexec/detail/Diagnostics.h"
 #include "coexec/detail/OwningCallableFuture.h"
 #include "coexec/detail/Ref.h"
+#include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/RunSegments.h"
 #include "coexec/detail/Scheduler.h"
 #include "coexec/detail/TaskCore.h"
@@ -170,15 +171,13 @@ class COEXEC_EXPORT TimeoutState {
   std::atomic<std::uint8_t> state_{0};
   bool timedOut_ = false;   // T (or S, for a deadline already past) cancelled the unfinished work
   bool suspended_ = false;  // await_suspend returned true
-  bool retained_ = false;
   // Written by S before it sets kSuspended (work_ before the timer is armed).
   TaskCore* work_ = nullptr;
   TaskCore* task_ = nullptr;  // the awaiting coroutine's task (see currentTask())
-  Scheduler* scheduler_ = nullptr;
+  ResumePoint resumeAt_;  // where the awaiting coroutine resumes
   TimerService* service_ = nullptr;
   std::uint32_t timerSlot_ = 0;
   std::uint32_t timerGeneration_ = 0;
-  std::coroutine_handle<> awaiting_;
   // Last, so destroyed first: its destructor waits for a callback running on
   // another thread (which only cancels the work).
   std::optional<CancellationRegistration> registration_;

@@ -62,10 +62,7 @@ bool FanIn::beginArming(std::coroutine_handle<> awaiting, TaskContext* parent, b
       cancelledAlready = true;
     }
   }
-  Scheduler* const scheduler = currentScheduler();
-  retained_ = scheduler != nullptr && scheduler->retain(taskOf(parent));
-  scheduler_ = scheduler;
-  awaiting_ = awaiting;
+  resumeAt_.record(awaiting, taskOf(parent));
   timed_ = timed;
   holds_.store(1, std::memory_order_relaxed);  // arming's
   children_.store(1, std::memory_order_relaxed);
@@ -129,7 +126,7 @@ bool FanIn::finishArming(std::size_t unstarted) noexcept {
   // acq_rel: the last release sees every child's result.
   if (holds_.fetch_sub(1 + unstarted, std::memory_order_acq_rel) != 1 + unstarted)
     return true;                         // someone else resumes it
-  if (retained_) scheduler_->release();  // every child settled while arming: go on here
+  resumeAt_.forget();  // every child settled while arming: go on here
   return false;
 }
 
@@ -171,17 +168,12 @@ void FanIn::release(bool mayResumeInline) noexcept {
   // acq_rel: the last release sees every other party's writes, and the
   // resumed coroutine sees them through it.
   if (holds_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  Scheduler* const scheduler = scheduler_;  // the awaiter may be gone once resumed
-  const bool retained = retained_;
-  const std::coroutine_handle<> awaiting = awaiting_;
   if (mayResumeInline) {
-    resumeFor(scheduler, awaiting);
-  } else if (scheduler != nullptr) {
-    scheduler->post(awaiting);
+    resumeAt_.resume();  // the awaiter may be gone once resumed
   } else {
-    resume(awaiting);  // nowhere to post to
+    const NoInlineResumption posted;
+    resumeAt_.resume();
   }
-  if (retained) scheduler->release();
 }
 
 void FanIn::childrenDone() noexcept {

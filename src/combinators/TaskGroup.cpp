@@ -112,9 +112,9 @@ void GroupState::settled(GroupChildBase& child, const std::exception_ptr& error)
     cancelChildrenLocked(lock);
     --cancelling_;
   }
-  ParkedCoroutine joiner = takeJoinerLocked();
+  ResumePoint joiner = takeJoinerLocked();
   lock.unlock();  // the last access to the group: it may be destroyed from here on
-  joiner.resume(/*mayRunInline=*/true);
+  joiner.resume();
 }
 
 void GroupState::cancelChildrenLocked(std::unique_lock<std::mutex>& lock) noexcept {
@@ -142,8 +142,8 @@ void GroupState::cancelChildrenLocked(std::unique_lock<std::mutex>& lock) noexce
   }
 }
 
-ParkedCoroutine GroupState::takeJoinerLocked() noexcept {
-  ParkedCoroutine taken;
+ResumePoint GroupState::takeJoinerLocked() noexcept {
+  ResumePoint taken;
   if (live_ != 0 || cancelling_ != 0) return taken;
   idle_.notify_all();  // under the lock: the destructor may free the group once it sees idle
   if (joiner_ != nullptr) {
@@ -161,9 +161,12 @@ void GroupState::stopAndCancel() noexcept {
   ++cancelling_;
   cancelChildrenLocked(lock);
   --cancelling_;
-  ParkedCoroutine joiner = takeJoinerLocked();
+  ResumePoint joiner = takeJoinerLocked();
   lock.unlock();
-  joiner.resume(/*mayRunInline=*/false);  // never inside the caller's cancel()
+  {
+    const NoInlineResumption posted;  // never inside the caller's cancel()
+    joiner.resume();
+  }
 }
 
 std::size_t GroupState::running() const {
@@ -199,9 +202,12 @@ void GroupState::cancelFor(JoinAwaiter& joiner) noexcept {
   ++cancelling_;
   cancelChildrenLocked(lock);
   --cancelling_;
-  ParkedCoroutine resumed = takeJoinerLocked();
+  ResumePoint resumed = takeJoinerLocked();
   lock.unlock();
-  resumed.resume(/*mayRunInline=*/false);  // never inside the canceller's requestCancellation()
+  {
+    const NoInlineResumption posted;  // never inside the canceller's requestCancellation()
+    resumed.resume();
+  }
 }
 
 void GroupState::joined(const JoinAwaiter& joiner) {
@@ -216,7 +222,7 @@ void GroupState::joined(const JoinAwaiter& joiner) {
 bool JoinAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context) {
   CancellationToken token;
   if (context != nullptr) token = context->cancellationToken();  // may throw: not suspended
-  parked_.park(awaiting, taskOf(context));
+  parked_.record(awaiting, taskOf(context));
   bool cancelled = token.isCancellationRequested();
   try {
     if (!cancelled && token.canBeCancelled()) {
@@ -229,12 +235,12 @@ bool JoinAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context
       }
       switch (group_->park(*this, cancelled)) {
         case GroupState::Park::parked: return true;  // the last child's settling resumes us
-        case GroupState::Park::ready: parked_.cancelPark(); return false;
+        case GroupState::Park::ready: parked_.forget(); return false;
         case GroupState::Park::cancelled: cancelled = true; break;
       }
     }
   } catch (...) {
-    parked_.cancelPark();
+    parked_.forget();
     throw;
   }
 }

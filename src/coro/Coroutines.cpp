@@ -71,6 +71,13 @@ void resumeFor(Scheduler* scheduler, std::coroutine_handle<> handle) noexcept {
   }
 }
 
+RunResult runAsCurrent(TaskCore& task, TaskCore::BeforeSettle beforeSettle, void* arg) noexcept {
+  TaskCore* const previous = std::exchange(tlsCurrentTask, &task);
+  std::exception_ptr error = task.runBody();
+  tlsCurrentTask = previous;
+  return task.settleRun(std::move(error), beforeSettle, arg);
+}
+
 void enterPoolThread(const void* identity, const std::string& name) noexcept {
   tlsPoolIdentity = identity;
   tlsPoolName = &name;

@@ -8,7 +8,16 @@
 #include <string>
 #include <string_view>
 
+#include "coexec/detail/TaskCore.h"
+
 namespace coexec::detail {
+
+/// Runs the callable task `task` on the calling thread: its body as the
+/// thread's current task (and only its body: the hooks and the settlement
+/// that follow are not its code, and work submitted there is not its child),
+/// then settles it (TaskCore::settleRun with `beforeSettle`). Precondition:
+/// tryStart() returned true and isCoroutine() is false. Never throws.
+RunResult runAsCurrent(TaskCore& task, TaskCore::BeforeSettle beforeSettle = nullptr, void* arg = nullptr) noexcept;
 
 /// Marks the calling thread as a worker of the pool `identity` (what
 /// currentPoolIdentity() then returns) named `name` (which must outlive the

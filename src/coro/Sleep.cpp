@@ -76,10 +76,7 @@ bool SleepAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
   if (deadline <= now) return false;
   if (service == nullptr && foreign == nullptr) service = &steadyTimerService();  // may throw std::system_error
 
-  const bool retained = scheduler != nullptr && scheduler->retain(taskOf(context));
-  scheduler_ = scheduler;
-  retained_ = retained;
-  awaiting_ = awaiting;
+  resumeAt_.record(awaiting, taskOf(context), scheduler);
   service_ = service;
   TimerId timer;
   try {
@@ -88,7 +85,7 @@ bool SleepAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
       // finds no kSuspended and leaves the decision to us.
       registration_.emplace(token, [this] { cancel(); });
       if ((state_.load(std::memory_order_acquire) & kCancelled) != 0) {
-        if (retained) scheduler->release();
+        resumeAt_.forget();
         cancelled_ = true;
         return false;  // no timer to remove
       }
@@ -101,7 +98,7 @@ bool SleepAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
     }
   } catch (...) {
     registration_.reset();  // waits for a cancel() running on another thread: it did nothing (no kSuspended)
-    if (retained) scheduler->release();
+    resumeAt_.forget();
     throw;  // not suspended: the coroutine goes on with the exception
   }
   timerSlot_ = timer.slot;
@@ -124,7 +121,7 @@ bool SleepAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
   const std::uint8_t before = state_.fetch_or(kSuspended, std::memory_order_acq_rel);
   if (before == 0) return true;  // F or C resumes the coroutine, maybe already
   if ((before & kFired) != 0) {  // due while we armed: go on (with the cancellation if it came too)
-    if (retained) scheduler->release();
+    resumeAt_.forget();
     cancelled_ = (before & kCancelled) != 0;
     suspended_ = false;
     return false;
@@ -135,7 +132,7 @@ bool SleepAwaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
     return true;
   }
   if (!service->cancel(timer)) return true;  // firing: F sees kSuspended and kCancelled, and resumes
-  if (retained) scheduler->release();
+  resumeAt_.forget();
   cancelled_ = true;
   suspended_ = false;
   return false;
@@ -147,10 +144,7 @@ void SleepAwaiter::fire(void* self) noexcept {
   if ((before & kSuspended) == 0) return;  // await_suspend is still arming: it sees kFired and does not suspend
   // Ours to resume: C, if it came first, could not remove the timer.
   awaiter->cancelled_ = (before & kCancelled) != 0;
-  Scheduler* const scheduler = awaiter->scheduler_;  // the awaiter may be gone once resumed
-  const bool retained = awaiter->retained_;
-  resumeFor(scheduler, awaiter->awaiting_);
-  if (retained) scheduler->release();
+  awaiter->resumeAt_.resume();  // the awaiter may be gone once resumed
 }
 
 void SleepAwaiter::cancel() noexcept {
@@ -164,15 +158,8 @@ void SleepAwaiter::cancel() noexcept {
   if (!service_->cancel(TimerId{timerSlot_, timerGeneration_})) return;  // firing: F resumes
   // The timer is gone (its slot freed at once) and F will never run: ours.
   cancelled_ = true;
-  Scheduler* const scheduler = scheduler_;
-  const bool retained = retained_;
-  const std::coroutine_handle<> awaiting = awaiting_;
-  if (scheduler != nullptr) {
-    scheduler->post(awaiting);  // never inline: we run inside requestCancellation()
-  } else {
-    resume(awaiting);  // nowhere to post to
-  }
-  if (retained) scheduler->release();
+  const NoInlineResumption posted;  // never inline: we run inside requestCancellation()
+  resumeAt_.resume();
 }
 
 void SleepAwaiter::await_resume() const {

@@ -95,10 +95,7 @@ bool TimeoutState::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
       throw;                             // not suspended: the coroutine goes on with the exception
     }
   }
-  const bool retained = scheduler != nullptr && scheduler->retain(self);
-  scheduler_ = scheduler;
-  retained_ = retained;
-  awaiting_ = awaiting;
+  resumeAt_.record(awaiting, self, scheduler);
   task_ = self;
   timerSlot_ = timer.slot;
   timerGeneration_ = timer.generation;
@@ -118,7 +115,7 @@ bool TimeoutState::suspend(std::coroutine_handle<> awaiting, TaskContext* contex
   if ((state & kDone) == 0) return true;  // D resumes (T may come first)
   if ((state & kFired) != 0 || service->cancel(timer)) {
     // The work has settled and T is done or gone: go on here.
-    if (retained) scheduler->release();
+    resumeAt_.forget();
     suspended_ = false;
     return false;
   }
@@ -147,10 +144,7 @@ void TimeoutState::onTimer(void* self) noexcept {
 }
 
 void TimeoutState::resumeAwaiting() noexcept {
-  Scheduler* const scheduler = scheduler_;  // this object may be gone once the coroutine runs
-  const bool retained = retained_;
-  resumeFor(scheduler, awaiting_);
-  if (retained) scheduler->release();
+  resumeAt_.resume();  // this object may be gone once the coroutine runs
 }
 
 bool TimeoutState::resumed() noexcept {

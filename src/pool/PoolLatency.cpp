@@ -41,7 +41,7 @@ void PoolImpl::runTimed(Worker& worker, Ref<TaskCore>& task) {
     return;
   }
   runStarted(worker, task);
-  // TaskCore::run() closed the segment when the body returned, before the
+  // TaskCore::runBody() closed the segment when the body returned, before the
   // settlement (which may resume an awaiting coroutine here); a
   // beforeExecute hook that threw ran no body: its own time counts.
   latency.runTime.record(timing.segmentStart == TaskCore::RunTiming::kClosed ? Clock::duration(timing.total)

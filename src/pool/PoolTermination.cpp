@@ -56,12 +56,12 @@ bool TerminationWait::suspend(std::coroutine_handle<> awaiting) {
         "the pool cannot terminate while it waits",
         p.name_));
   }
-  parked_.park(awaiting, task_);  // outside mutex_: it may retain the coroutine's scheduler
+  parked_.record(awaiting, task_);  // outside mutex_: it may retain the coroutine's scheduler
   std::unique_lock lock(p.mutex_);
   if (p.state_ == PoolState::terminated || (timed_ && timeout_ <= std::chrono::nanoseconds::zero())) {
     terminated_ = p.state_ == PoolState::terminated;
     lock.unlock();
-    parked_.cancelPark();
+    parked_.forget();
     return false;
   }
   if (timed_) {
@@ -70,7 +70,7 @@ bool TerminationWait::suspend(std::coroutine_handle<> awaiting) {
       timer = p.timers_.schedule(deadlineOn(p.timers_.clock().now(), timeout_), &TerminationWait::onTimeout, this);
     } catch (...) {
       lock.unlock();
-      parked_.cancelPark();
+      parked_.forget();
       throw;  // not suspended: the coroutine goes on with the exception
     }
     hasTimer_ = true;
@@ -94,7 +94,7 @@ bool TerminationWait::resumed() const noexcept {
 void TerminationWait::onTimeout(void* self) noexcept {
   auto* const awaiter = static_cast<TerminationWait*>(self);
   PoolImpl& p = *awaiter->pool_;
-  ParkedCoroutine parked;
+  ResumePoint parked;
   {
     std::lock_guard lock(p.mutex_);
     if (awaiter->linked_) {  // the timeout came first
@@ -113,7 +113,7 @@ void TerminationWait::onTimeout(void* self) noexcept {
     parked = awaiter->parked_;
   }
   // The pool may be gone now (it terminated and close() returned).
-  parked.resume(/*mayRunInline=*/true);
+  parked.resume();
 }
 
 namespace {
@@ -158,12 +158,15 @@ void PoolImpl::resumeTerminationWaitersLocked(std::unique_lock<std::mutex>& lock
   lock.unlock();
   while (ours != nullptr) {
     TerminationWait* const following = ours->next_;
-    ParkedCoroutine parked = ours->parked_;
-    if (parked.scheduler == nullptr && parked.handle && resumeOnTimerThread(parked.handle)) {
+    ResumePoint parked = ours->parked_;
+    if (parked.scheduler() == nullptr && parked.recorded() && resumeOnTimerThread(parked.handle())) {
       ours = following;  // `ours` may be gone from here on
       continue;
     }
-    parked.resume(/*mayRunInline=*/false);  // posted: `ours` may be gone from here on
+    {
+      const NoInlineResumption posted;  // posted: `ours` may be gone from here on
+      parked.resume();
+    }
     ours = following;
   }
   lock.lock();

@@ -200,7 +200,7 @@ void PoolImpl::runTask(Worker& worker, TaskCore& task) {
   }
   // Counted before the settlement (a periodic run counts with its schedule
   // instead).
-  const RunResult result = task.run(task.countsInStats ? &PoolImpl::countBeforeSettle : nullptr, this);
+  const RunResult result = runAsCurrent(task, task.countsInStats ? &PoolImpl::countBeforeSettle : nullptr, this);
   if (hooks_.afterExecute) {
     try {
       hooks_.afterExecute(info(), result.error);

@@ -90,7 +90,7 @@ bool RoomWaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context)
     return false;
   }
   producerTask_ = taskOf(context);
-  parked_.park(awaiting, producerTask_);
+  parked_.record(awaiting, producerTask_);
   PoolImpl::FactoryErrors errors;
   RoomWaiter* ended = nullptr;
   bool refused = false;
@@ -123,13 +123,13 @@ bool RoomWaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context)
       if (queued_) p.removeRoomWaiterLocked(*this);
     }
     p.finishRoomWaits(ended);  // the others served before the failure
-    parked_.cancelPark();
+    parked_.forget();
     dropTask();
     throw;
   }
   p.reportFactoryErrors(errors);
   if (refused) {
-    parked_.cancelPark();
+    parked_.forget();
     error_ = std::make_exception_ptr(
         RejectedExecution("the pool is shut down and accepts no new tasks (submitWhenRoom)", pool.stats()));
     outcome_ = Outcome::shutDown;
@@ -156,7 +156,7 @@ bool RoomWaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context)
       }
       if (ours) {
         dropTask();
-        parked_.cancelPark();
+        parked_.forget();
         throw;
       }
       // Served meanwhile: go on as below (its finish() came or will come).
@@ -169,7 +169,7 @@ bool RoomWaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context)
   if ((before & kServed) == 0) return true;  // the party that ends the wait resumes us, maybe already
   // Ended while we armed: go on without suspending.
   registration_.reset();  // waits for a callback running on another thread (it has done its part)
-  parked_.cancelPark();
+  parked_.forget();
   suspended_ = false;
   return false;
 }
@@ -190,8 +190,11 @@ void RoomWaiter::finish(bool fromCallback) noexcept {
   const std::uint8_t before = state_.fetch_or(kServed, std::memory_order_acq_rel);
   if ((before & kSuspended) == 0) return;  // suspend() is still arming: it sees kServed and goes on
   if (!fromCallback) registration_.reset();  // waits for a callback running elsewhere: it finds us ended
-  ParkedCoroutine parked = parked_;          // the awaiter may be gone once resumed
-  parked.resume(/*mayRunInline=*/false);
+  ResumePoint parked = parked_;          // the awaiter may be gone once resumed
+  {
+    const NoInlineResumption posted;
+    parked.resume();
+  }
 }
 
 void RoomWaiter::dropTask() noexcept {

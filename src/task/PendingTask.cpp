@@ -5,6 +5,7 @@
 
 #include "coexec/Errors.h"
 #include "coexec/detail/NoInlineResumption.h"
+#include "coro/Runtime.h"
 
 namespace coexec {
 namespace {
@@ -36,7 +37,7 @@ void PendingTask::run() {
     core.detach()->startCoroutine(nullptr);  // hands over our reference; returns at the first suspension
     return;
   }
-  detail::RunResult result = core->run();
+  detail::RunResult result = detail::runAsCurrent(*core);
   if (result.error && !core->hasFuture()) std::rethrow_exception(result.error);
 }
 

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "coexec/Errors.h"
-#include "coexec/detail/Scheduler.h"
+#include "coexec/detail/NoInlineResumption.h"
 #include "task/NoDestructor.h"
 
 namespace coexec::detail {
@@ -234,18 +234,18 @@ Outcome TaskCore::outcomeOf(const std::exception_ptr& error) noexcept {
   return isOperationCancelled(error) ? Outcome::cancelled : Outcome::failed;
 }
 
-RunResult TaskCore::run(BeforeSettle beforeSettle, void* arg) noexcept {
+std::exception_ptr TaskCore::runBody() noexcept {
   std::exception_ptr error;
-  // The current task while the body runs, and only then: work it submits is
-  // linked to it; the hooks and the settlement that follow are not its body.
-  TaskCore* const previous = exchangeCurrentTask(this);
   try {
     invoke();
   } catch (...) {
     error = std::current_exception();
   }
   if (runTiming.clock != nullptr) runTiming.close();  // recordLatency: the run ends before the settlement
-  setCurrentTask(previous);
+  return error;
+}
+
+RunResult TaskCore::settleRun(std::exception_ptr error, BeforeSettle beforeSettle, void* arg) noexcept {
   if (beforeSettle != nullptr) beforeSettle(arg, outcomeOf(error));
   return finish(std::move(error));
 }

@@ -18,6 +18,7 @@
 #include "coexec/CancellationToken.h"
 #include "coexec/Clock.h"
 #include "coexec/Export.h"
+#include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/RunSegments.h"
 #include "coexec/detail/Scheduler.h"
 #include "coexec/Task.h"
@@ -207,9 +208,7 @@ class COEXEC_EXPORT FanIn : private TaskContext {
   std::size_t stopIndex_ = 0;   // written by the stop's winner, read after the resumption
   std::exception_ptr refusal_;  // written while arming
   // Written while arming, read by whoever resumes or removes the timer.
-  Scheduler* scheduler_ = nullptr;
-  bool retained_ = false;
-  std::coroutine_handle<> awaiting_;
+  ResumePoint resumeAt_;
   TimerService* timerService_ = nullptr;
   std::uint32_t timerSlot_ = 0;
   std::uint32_t timerGeneration_ = 0;

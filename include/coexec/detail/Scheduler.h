@@ -112,7 +112,7 @@ COEXEC_EXPORT void resume(std::coroutine_handle<> handle) noexcept;
 /// The calling thread's current task: the pool task whose code the thread
 /// runs now, or null. Work submitted with plain submit()/execute() is linked
 /// to it as a child (docs/cancellation.md, "The current task"). It is set
-/// - by TaskCore::run() while a callable's body runs;
+/// - by runAsCurrent() (src/coro/Runtime.h) while a callable's body runs;
 /// - for a coroutine task, on its first start (CoroutineTask), and each time
 ///   the coroutine goes on after a coexec co_await that suspended (Future,
 ///   sleep, resumeOn, a Task's return to its awaiter, the combinators

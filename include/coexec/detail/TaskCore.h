@@ -147,14 +147,20 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// then dropped, not drained). Never blocks.
   bool closeToJoins() noexcept;
   /// Told how a task's body ended before its result is published, on the
-  /// thread that ends it (see run()). Must not throw.
+  /// thread that ends it (see settleRun()). Must not throw.
   using BeforeSettle = void (*)(void* arg, Outcome outcome) noexcept;
-  /// Runs the callable; precondition: tryStart() returned true and
-  /// isCoroutine() is false. Calls `beforeSettle(arg, outcome)` (if given)
-  /// once the callable has returned or thrown, then publishes the result (or
-  /// the exception): whoever sees the Future settle sees what beforeSettle
-  /// did (a pool's counters). Returns the outcome. Never throws.
-  RunResult run(BeforeSettle beforeSettle = nullptr, void* arg = nullptr) noexcept;
+  /// Runs the callable's body; precondition: tryStart() returned true and
+  /// isCoroutine() is false. Closes the run's segment (runTiming) when the
+  /// body returns or throws, and returns what it threw (null: it returned).
+  /// Publishes nothing: settleRun() follows. Whoever calls it makes the task
+  /// the thread's current task around it (the runtime's runAsCurrent()).
+  /// Never throws.
+  [[nodiscard]] std::exception_ptr runBody() noexcept;
+  /// Ends a run that runBody() began: calls `beforeSettle(arg, outcome)` (if
+  /// given), then publishes the result (or `error`): whoever sees the Future
+  /// settle sees what beforeSettle did (a pool's counters). Returns the
+  /// outcome. Never throws.
+  RunResult settleRun(std::exception_ptr error, BeforeSettle beforeSettle = nullptr, void* arg = nullptr) noexcept;
   /// The outcome a body that threw `error` (null: returned) ended with:
   /// cancelled for an OperationCancelled, failed for anything else.
   [[nodiscard]] static Outcome outcomeOf(const std::exception_ptr& error) noexcept;
@@ -481,7 +487,7 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// up sets all three before it runs any of it; from then on only the
   /// thread running the task's code touches them (for a coroutine task, each
   /// segment's thread in turn, handed on with the coroutine: see
-  /// detail/RunSegments.h). A callable's run is one segment, closed by run().
+  /// detail/RunSegments.h). A callable's run is one segment, closed by runBody().
   struct RunTiming {
     static constexpr std::int64_t kClosed = INT64_MIN;
     const ::coexec::Clock* clock = nullptr;

@@ -7,7 +7,7 @@
 
 #include "coexec/Export.h"
 #include "coexec/Task.h"
-#include "coexec/detail/ParkedCoroutine.h"
+#include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/Scheduler.h"
 #include "coexec/detail/RunSegments.h"
 
@@ -102,7 +102,7 @@ class COEXEC_EXPORT TerminationWait {
   // termination, or the timer), before it resumes it.
   bool suspended_ = false;
   bool terminated_ = false;
-  ParkedCoroutine parked_;
+  ResumePoint parked_;
   // The pool's list of awaiters, guarded by the pool's mutex_; `linked_`
   // while in it.
   TerminationWait* prev_ = nullptr;
