@@ -110,6 +110,7 @@ TEST_CASE("A coroutine task's segments on other pools count, and so does a finis
   ManualClock clock;
   ThreadPoolExecutor other(recording(nullptr));  // its own clock: the task is timed on its pool's
   ThreadPoolExecutor pool(recording(&clock));
+  bool hopRecorded = false;
   auto task = pool.submit([&]() -> Task<void> {
     clock.advance(1ms);
     co_await coexec::resumeOn(other);
@@ -117,9 +118,14 @@ TEST_CASE("A coroutine task's segments on other pools count, and so does a finis
     co_await coexec::resumeOn(pool);  // a hop onto the pool: a task of the pool (below)
     clock.advance(4ms);
     co_await coexec::resumeOn(other);
+    // The pool's thread ends the hop's run once the hop's body returns, which
+    // may be after this thread goes on: wait for its sample, so that the
+    // clock's next advance is not inside it.
+    hopRecorded = eventually([&] { return pool.stats().runTime.count == 1; });
     clock.advance(8ms);  // finishes on the other pool's thread
   });
   task.get();
+  REQUIRE(hopRecorded);
   REQUIRE(eventually([&] { return pool.stats().runTime.count == 2; }));
   const PoolStats s = pool.stats();
   REQUIRE(s.runTime.max == 15ms);  // the task: 1 + 2 + 4 + 8

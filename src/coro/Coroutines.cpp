@@ -35,6 +35,7 @@
 #include "coexec/detail/NoInlineResumption.h"
 #include "coexec/detail/Scheduler.h"
 #include "coro/Runtime.h"
+#include "pool/ExceptionMessage.h"
 
 namespace coexec {
 namespace detail {
@@ -46,16 +47,6 @@ constinit thread_local Scheduler* tlsScheduler = nullptr;
 // The pool whose worker this thread is (enterPoolThread()), or null/empty.
 constinit thread_local const void* tlsPoolIdentity = nullptr;
 constinit thread_local const std::string* tlsPoolName = nullptr;
-
-std::string describe(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an exception of a type not derived from std::exception";
-  }
-}
 
 }  // namespace
 
@@ -95,7 +86,7 @@ std::string_view currentPoolName() noexcept { return tlsPoolName != nullptr ? *t
 void printDropped(std::string_view what, std::string_view poolName, std::string_view threadName,
                   const std::exception_ptr& error) noexcept {
   try {
-    fmt::print(stderr, "coexec: {} on pool '{}' thread '{}' threw: {}\n", what, poolName, threadName, describe(error));
+    fmt::print(stderr, "coexec: {} on pool '{}' thread '{}' threw: {}\n", what, poolName, threadName, messageOf(error));
   } catch (...) {
     std::fputs("coexec: an exception was dropped and could not be printed\n", stderr);
   }

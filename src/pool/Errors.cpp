@@ -6,12 +6,12 @@
 #include <fmt/format.h>
 
 #include "coexec/Format.h"
+#include "pool/ExceptionMessage.h"
 
 namespace coexec {
 
-namespace {
+namespace detail {
 
-/// The message of the exception `error` holds, for another error's message.
 std::string messageOf(const std::exception_ptr& error) {
   if (!error) return "(no exception)";
   try {
@@ -22,6 +22,12 @@ std::string messageOf(const std::exception_ptr& error) {
     return "an exception of a type not derived from std::exception";
   }
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::messageOf;
 
 std::string allFailedMessage(const std::vector<std::exception_ptr>& errors) {
   return fmt::format(
