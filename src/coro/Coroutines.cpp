@@ -12,8 +12,10 @@
 // - resumeFor() runs a continuation inline only on a thread of its own
 //   scheduler (or for no scheduler), outside every NoInlineResumption, with
 //   stack to spare; otherwise it posts it, and a post never fails.
-// - The thread-locals are read and written only here, out of line (a
-//   coroutine body inlined elsewhere never caches their addresses).
+// - The current scheduler, the pool a thread works for and the trampoline
+//   are read only through these out-of-line functions (a coroutine body
+//   inlined elsewhere never caches their addresses); the current task is
+//   the exception, read and written inline by the awaiters (Scheduler.h).
 
 #include <pthread.h>
 
