@@ -37,11 +37,12 @@ struct FutureAccess;
 /// Throws std::logic_error if the calling thread belongs to the pool that owns
 /// `core` and the task has not finished: a blocking wait there can deadlock.
 COEXEC_EXPORT void checkBlockingWaitAllowed(const TaskCore& core, const char* operation);
-/// Called by a coroutine about to suspend on the Future of `task`: if the
-/// calling thread is a worker of the pool that queued `task` on a local queue
-/// (fork/join work) and no thread has started it, runs it here, now, to its
-/// end or its first suspension (ForkJoinPool's join), unless the thread's
-/// stack is too deep for it. Never throws.
+/// Called by a coroutine about to suspend on the Future of `task`: if `task`
+/// is joinable (fork/join work), the calling thread works for the executor
+/// that admitted it, and no thread has started it, that executor runs it
+/// here, now, to its end or its first suspension (ForkJoinPool's join),
+/// unless the thread's stack is too deep for it. Defined by the runtime,
+/// which hands the task to the thread's Joiner. Never throws.
 COEXEC_EXPORT void joinInline(TaskCore& task) noexcept;
 }  // namespace detail
 

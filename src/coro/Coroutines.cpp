@@ -32,6 +32,7 @@
 
 #include <fmt/format.h>
 
+#include "coexec/Future.h"
 #include "coexec/ThisThread.h"
 #include "coexec/detail/CoroutineTask.h"
 #include "coexec/detail/NoInlineResumption.h"
@@ -49,6 +50,7 @@ constinit thread_local Scheduler* tlsScheduler = nullptr;
 // The pool whose worker this thread is (enterPoolThread()), or null/empty.
 constinit thread_local const void* tlsPoolIdentity = nullptr;
 constinit thread_local const std::string* tlsPoolName = nullptr;
+constinit thread_local Joiner* tlsJoiner = nullptr;
 
 }  // namespace
 
@@ -71,14 +73,24 @@ RunResult runAsCurrent(TaskCore& task, TaskCore::BeforeSettle beforeSettle, void
   return task.settleRun(std::move(error), beforeSettle, arg);
 }
 
-void enterPoolThread(const void* identity, const std::string& name) noexcept {
+void enterPoolThread(const void* identity, const std::string& name, Joiner& joiner) noexcept {
   tlsPoolIdentity = identity;
   tlsPoolName = &name;
+  tlsJoiner = &joiner;
 }
 
 void leavePoolThread() noexcept {
   tlsPoolIdentity = nullptr;
   tlsPoolName = nullptr;
+  tlsJoiner = nullptr;
+}
+
+void joinInline(TaskCore& task) noexcept {
+  // Only the executor that admitted the task runs it here: a task of
+  // another pool waits for that pool's threads.
+  if (Joiner* const joiner = tlsJoiner; joiner != nullptr && task.owner == tlsPoolIdentity && task.joinable) {
+    joiner->join(task);
+  }
 }
 
 const void* currentPoolIdentity() noexcept { return tlsPoolIdentity; }

@@ -19,10 +19,26 @@ namespace coexec::detail {
 /// tryStart() returned true and isCoroutine() is false. Never throws.
 RunResult runAsCurrent(TaskCore& task, TaskCore::BeforeSettle beforeSettle = nullptr, void* arg = nullptr) noexcept;
 
+/// The executor of a thread that can run, where it is awaited, a task it
+/// admitted and has not started yet (fork/join: joinInline()).
+class Joiner {
+ public:
+  /// Runs `task` on the calling thread, inside the awaiter's co_await, if
+  /// nothing has started it yet; otherwise does nothing. `task` is joinable
+  /// and was admitted by this thread's executor (its owner is the thread's
+  /// currentPoolIdentity()); the awaiter holds a reference to it. Called
+  /// only on a thread marked with this joiner. Never throws.
+  virtual void join(TaskCore& task) noexcept = 0;
+
+ protected:
+  ~Joiner() = default;
+};
+
 /// Marks the calling thread as a worker of the pool `identity` (what
 /// currentPoolIdentity() then returns) named `name` (which must outlive the
-/// mark), until leavePoolThread(). Never throws.
-void enterPoolThread(const void* identity, const std::string& name) noexcept;
+/// mark), whose joinable tasks `joiner` runs where they are awaited, until
+/// leavePoolThread(). Never throws.
+void enterPoolThread(const void* identity, const std::string& name, Joiner& joiner) noexcept;
 /// Ends enterPoolThread()'s mark on the calling thread. Never throws.
 void leavePoolThread() noexcept;
 /// The name of the pool whose worker the calling thread is, or empty.

@@ -168,7 +168,7 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
       }
     }
   } else {
-    leaveFlight(inFlight_[task.inFlightShard]);
+    leaveFlight(inFlight_[poolState(task).shard()]);
   }
   // The reference the task handed over: dropped last (the task's state is
   // not the pool's, which may be gone by now).
@@ -240,7 +240,7 @@ bool PoolImpl::retain(const TaskCore* task) noexcept {
   // race with termination. A coroutine of one of our tasks in flight needs
   // no hold: that task keeps the pool. Any other (a foreign coroutine type,
   // a coroutine of another pool's task, a guest) takes one.
-  if (task != nullptr && task->owner == this && task->inFlightShard != TaskCore::kNotInFlight) return false;
+  if (task != nullptr && task->owner == this && poolState(*task).inFlight()) return false;
   inFlight_[kGuestShard].count.fetch_add(1, std::memory_order_seq_cst);
   return true;
 }

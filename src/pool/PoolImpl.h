@@ -22,6 +22,7 @@
 #include "scheduler/WorkStealingDeque.h"
 #include "scheduler/TaskQueue.h"
 #include "scheduler/TimerService.h"
+#include "pool/PoolTaskState.h"
 #include "pool/PoolWorker.h"
 #include "pool/UncaughtSink.h"
 #include "coexec/PendingTask.h"
@@ -79,7 +80,7 @@ class SmallList;
 /// even after shutdown) and run before queued tasks. `inFlight_` counts
 /// coroutine tasks that started and have not finished; the pool does not
 /// terminate while any is in flight.
-class PoolImpl final : public Scheduler, public CoroutineObserver {
+class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner {
  public:
   PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options);
 
@@ -187,6 +188,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   /// refuses the task then). Takes mutex_ for a caller (not held by it); a
   /// temporary thread keeps the pool from terminating already. Never throws.
   bool runOutside(Ref<TaskCore>& task, Outside where) noexcept;
+  // Joiner: the runtime's joinInline() on one of our workers (PoolJoin.cpp).
+  void join(TaskCore& task) noexcept override;
   /// Runs `task`, whose Future a coroutine on `worker`'s thread (the calling
   /// thread) is about to await, on this thread now, if no thread has started
   /// it yet (PoolJoin.cpp). Never throws.
@@ -344,7 +347,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   // not terminate while any is. Counted per worker with plain stores, and in
   // shards for finishes on other threads and guests' holds; the rules and
   // why they are enough: PoolContinuations.cpp, "In flight".
-  static constexpr std::size_t kInFlightShards = 8;  // fits TaskCore::inFlightShard (a byte)
+  static constexpr std::size_t kInFlightShards = 8;  // fits PoolTaskState's shard (a byte)
   struct alignas(64) InFlightShard {
     std::atomic<std::size_t> count{0};  // wraps: finishes on other threads decrement it
     std::atomic<std::size_t> finishing{0};
@@ -550,7 +553,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver {
   void runTimed(Worker& worker, Ref<TaskCore>& task);
   void recordCoroutineRun(const TaskCore& task) noexcept;
   void stampAdmission(TaskCore& task) const noexcept {
-    if (recordLatency_) task.admittedAt = clock_.now().time_since_epoch().count();
+    if (recordLatency_) poolState(task).stampAdmission(clock_.now().time_since_epoch().count());
   }
   // A callable task, between its hooks; counted (unless periodic) before
   // its Future settles.

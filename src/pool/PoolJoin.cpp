@@ -29,9 +29,10 @@
 // - Only a worker of the pool that admitted the task joins it, and only a
 //   task admitted to a local queue (TaskCore::joinable): a scheduled task
 //   waits for its deadline, a task of another pool for that pool's threads.
+//   The runtime's joinInline() checks both and calls join() (Joiner) on the
+//   worker's thread.
 // Locks: a worker's localMutex for its `current`; no other.
 
-#include "coexec/Future.h"
 #include "pool/PoolImpl.h"
 #if defined(COEXEC_FAULT_INJECTION)
 #include "coexec/detail/FaultInjection.h"
@@ -39,12 +40,11 @@
 
 namespace coexec::detail {
 
-void joinInline(TaskCore& task) noexcept {
-  PoolImpl* const pool = tlsPool;
-  PoolImpl::Worker* const worker = tlsWorker;
-  if (pool == nullptr || worker == nullptr || task.owner != pool || !task.joinable) return;
+void PoolImpl::join(TaskCore& task) noexcept {
+  // The runtime's joinInline() calls this on one of our workers only, for a
+  // joinable task of ours.
   if (stackIsLow()) return;  // deep enough: the coroutine suspends instead
-  pool->runJoined(*worker, task);
+  runJoined(*tlsWorker, task);
 }
 
 void PoolImpl::runJoined(Worker& worker, TaskCore& task) noexcept {

@@ -10,7 +10,7 @@
 //   (workerExitedLocked), whose buckets exist from the pool's construction:
 //   no snapshot counts a sample twice or misses it, and the exit never
 //   allocates.
-// - The admission stamp (TaskCore::admittedAt, stampAdmission()) is written
+// - The admission stamp (PoolTaskState::stampAdmission(), PoolImpl::stampAdmission()) is written
 //   before the task is published, by whoever admits it: submit's three
 //   paths (tryPushLocal, tryInject, tryAdmitLocked) and a timer's firing
 //   (its due time).
@@ -25,8 +25,8 @@ namespace coexec::detail {
 void PoolImpl::runTimed(Worker& worker, Ref<TaskCore>& task) {
   WorkerLatency& latency = *worker.latency;
   const Clock::time_point start = clock_.now();
-  if (task->admittedAt != TaskCore::kNotStamped) {
-    latency.queueWait.record(start - Clock::time_point(Clock::duration(task->admittedAt)));
+  if (const PoolTaskState& state = poolState(*task); state.stamped()) {
+    latency.queueWait.record(start - Clock::time_point(Clock::duration(state.admittedAt())));
   }
   TaskCore::RunTiming& timing = task->runTiming;
   timing.clock = &clock_;

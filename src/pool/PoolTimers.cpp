@@ -199,7 +199,7 @@ Clock::time_point PeriodicState::nextDeadline(Clock::time_point now) noexcept {
 
 PeriodicRun::PeriodicRun(Ref<PeriodicState> state, PoolImpl& pool)
     : TaskCore(/*hasFuture=*/false, /*wantsToken=*/false, 0), state_(std::move(state)), pool_(pool) {
-  countsInStats = false;
+  poolState(*this).markPeriodicRun();
   owner = &pool;
 }
 
@@ -277,7 +277,7 @@ void PoolImpl::fireLocked(ScheduledItem& item, TimerWork& work) {
       work.drop.push_back(std::move(task));  // cancelled while its timer was firing: never admitted
     } else {
       countersHere().tasks.fetch_add(1, std::memory_order_relaxed);  // admitted now, once
-      if (recordLatency_) task->admittedAt = item.deadline.time_since_epoch().count();  // waits from its due time
+      if (recordLatency_) poolState(*task).stampAdmission(item.deadline.time_since_epoch().count());  // waits from its due time
       pushDueLocked(task.detach(), work.errors);
     }
     return;
@@ -302,7 +302,7 @@ void PoolImpl::fireLocked(ScheduledItem& item, TimerWork& work) {
         countersHere().tasks.fetch_add(1, std::memory_order_relaxed);  // the schedule counts once
       }
       state.setNextRun(Clock::time_point::min());
-      if (recordLatency_) run->admittedAt = item.deadline.time_since_epoch().count();  // waits from its due time
+      if (recordLatency_) poolState(*run).stampAdmission(item.deadline.time_since_epoch().count());  // waits from its due time
       pushDueLocked(run, work.errors);
     } catch (...) {
       endWith(std::current_exception());  // no memory for the run
@@ -456,7 +456,7 @@ void PoolImpl::stopTimersLocked(bool now, TimerWork& work, std::vector<PendingTa
   }
   for (TaskCore* raw : due) {
     Ref<TaskCore> task = Ref<TaskCore>::adopt(raw);
-    if (task->countsInStats) {
+    if (poolState(*task).countsInStats()) {
       drained->push_back(PendingTask(std::move(task)));  // counted by shutdownNow(), with the queue's
     } else {
       PeriodicState& state = static_cast<PeriodicRun&>(*task).state();

@@ -151,7 +151,7 @@ class PeriodicState final : public PeriodicControl, public ScheduledItem {
 };
 
 /// A run of a periodic schedule, queued on the pool like a due task. It
-/// counts in no counter of the pool (countsInStats is false).
+/// counts in no counter of the pool (PoolTaskState::countsInStats() is false).
 class PeriodicRun final : public TaskCore {
  public:
   PeriodicRun(Ref<PeriodicState> state, PoolImpl& pool);

@@ -39,7 +39,7 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
   tlsPool = this;
   tlsWorker = worker;
   tlsWorkerName = &worker->name;
-  enterPoolThread(this, name_);
+  enterPoolThread(this, name_, *this);
   exchangeCurrentScheduler(this);
   std::vector<std::thread> toJoin;
   {
@@ -163,7 +163,7 @@ void PoolImpl::runStarted(Worker& worker, Ref<TaskCore>& task) {
     }
     if (started) {
       // In flight from now on, in this worker's own count (see PoolImpl.h).
-      task->inFlightShard = static_cast<std::uint8_t>(worker.number % kInFlightShards);
+      poolState(*task).enterFlight(static_cast<std::uint8_t>(worker.number % kInFlightShards));
       addOwn<std::uint64_t>(counters.coroutinesStarted, 1, std::memory_order_relaxed);
       if (tracked) {  // shutdownNow() cancels the tokens of coroutines in flight
         std::lock_guard lock(inFlightMutex_);
@@ -182,25 +182,26 @@ void PoolImpl::runTask(Worker& worker, TaskCore& task) {
   // Built only for a hook or a report: a task that succeeds on a pool
   // without hooks reads none of it.
   const auto info = [&] { return TaskInfo{name_, worker.name, task.hasFuture(), task.priority(), task.name()}; };
+  const bool counted = poolState(task).countsInStats();  // false: a periodic run
   if (hooks_.beforeExecute) {
     try {
       hooks_.beforeExecute(info());
     } catch (...) {
       const std::exception_ptr error = std::current_exception();
-      if (task.countsInStats) count(Outcome::failed);  // before the settlement
+      if (counted) count(Outcome::failed);  // before the settlement
       task.failRunning(error);
       if (!task.hasFuture()) {
         reportUncaught(error, info());
-      } else if (task.countsInStats) {
+      } else if (counted) {
         sink_->armIfUnread(task, worker.name);
       }
-      if (!task.countsInStats) periodicRunNotStarted(static_cast<PeriodicRun&>(task).state(), error);
+      if (!counted) periodicRunNotStarted(static_cast<PeriodicRun&>(task).state(), error);
       return;
     }
   }
   // Counted before the settlement (a periodic run counts with its schedule
   // instead).
-  const RunResult result = runAsCurrent(task, task.countsInStats ? &PoolImpl::countBeforeSettle : nullptr, this);
+  const RunResult result = runAsCurrent(task, counted ? &PoolImpl::countBeforeSettle : nullptr, this);
   if (hooks_.afterExecute) {
     try {
       hooks_.afterExecute(info(), result.error);
@@ -211,7 +212,7 @@ void PoolImpl::runTask(Worker& worker, TaskCore& task) {
   // A periodic run reports its own error, before its schedule ends. A
   // submitted task's failure is the Future's: reported only if nobody reads
   // it (armed here, reported when the task's last reference goes).
-  if (result.outcome == Outcome::failed && task.countsInStats) {
+  if (result.outcome == Outcome::failed && counted) {
     if (!task.hasFuture()) {
       reportUncaught(result.error, info());
     } else {

@@ -22,7 +22,7 @@
 
 namespace coexec::detail {
 
-/// How a task that a pool thread ran ended, for the pool's counters.
+/// How a task's run ended, for its executor's counters.
 enum class Outcome : std::uint8_t { completed, failed, cancelled };
 
 struct RunResult {
@@ -35,7 +35,7 @@ COEXEC_EXPORT bool isOperationCancelled(const std::exception_ptr& error) noexcep
 
 class TaskCore;
 
-/// Told when a coroutine task started on a pool thread finishes (possibly on
+/// Told when a coroutine task that an executor started finishes (possibly on
 /// another thread, possibly inside the start call), and when it creates its
 /// token on demand.
 class CoroutineObserver {
@@ -44,17 +44,17 @@ class CoroutineObserver {
   /// `task` comes with the reference it held for its coroutine (see
   /// TaskCore::startCoroutine()), which the observer drops (task.release())
   /// once it is done with the task: what must come after the task's state
-  /// is released (a pool that waits for the task leaves flight) comes after
+  /// is released (an executor that waits for the task lets go of it) comes after
   /// that drop.
   virtual void coroutineFinished(TaskCore& task, const RunResult& result) noexcept = 0;
   /// The coroutine of `task` has ended with `outcome`, and its result is not
   /// published yet: called on the thread that finished it, just before the
   /// publication (coroutineFinished() follows it), so that whoever sees the
-  /// Future settle sees what this did (a pool counts the task here). Must not
+  /// Future settle sees what this did (an executor counts the task here). Must not
   /// throw.
   virtual void coroutineEnding(TaskCore& /*task*/, Outcome /*outcome*/) noexcept {}
   /// The running coroutine of `task` has just created the task's token
-  /// (TaskCore::createToken()), on the coroutine's thread: a pool tracks the
+  /// (TaskCore::createToken()), on the coroutine's thread: an executor tracks the
   /// task from now on, as it tracks tasks whose callable takes a token, so
   /// that shutdownNow() cancels it. Called before the coroutine gets the
   /// token; if it throws, it is called again on the next demand.
@@ -65,7 +65,7 @@ class CoroutineObserver {
   ~CoroutineObserver() = default;
 };
 
-/// Told when a task that waits for its deadline (a pool's scheduled task) is
+/// Told when a task that waits for its deadline (a scheduled task) is
 /// cancelled through its Future, so that its timer goes at once.
 class QueuedCancelListener : public RefCounted {
  public:
@@ -92,7 +92,7 @@ class UnobservedFailureReport {
 };
 
 /// The state shared by a PendingTask (the runnable side), its Future (the
-/// result side) and the pool. One allocation holds the callable, the result
+/// result side) and the executor that runs it. One allocation holds the callable, the result
 /// and the synchronisation.
 ///
 /// Stages: queued -> running -> done, or queued -> settling -> done
@@ -120,7 +120,7 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
 
   TaskCore(bool hasFuture, bool wantsToken, int priority);
 
-  // ---- runnable side (the pool, PendingTask) --------------------------------
+  // ---- runnable side (the executor, PendingTask) -----------------------------
   //
   // The functions that settle a task (run, failRunning, abandon,
   // requestCancel, and a coroutine task's completion) must be called by a
@@ -158,7 +158,7 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   [[nodiscard]] std::exception_ptr runBody() noexcept;
   /// Ends a run that runBody() began: calls `beforeSettle(arg, outcome)` (if
   /// given), then publishes the result (or `error`): whoever sees the Future
-  /// settle sees what beforeSettle did (a pool's counters). Returns the
+  /// settle sees what beforeSettle did (an executor's counters). Returns the
   /// outcome. Never throws.
   RunResult settleRun(std::exception_ptr error, BeforeSettle beforeSettle = nullptr, void* arg = nullptr) noexcept;
   /// The outcome a body that threw `error` (null: returned) ended with:
@@ -242,20 +242,12 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   // (The fields are laid out in declaration order across the access
   // sections: first, next to the reference count, what every start, finish
   // and child touches (the stage word, the children list, the result), the
-  // first field filling the tail of RefCounted; then the rest. `owner` and
-  // `cancelListener`, declared at the end, are public too.)
-  /// Which of its pool's in-flight counters a started coroutine task counts
-  /// in (fewer than 255); written by the worker that starts it. kNotInFlight
-  /// for every other task (not a coroutine task, or one started outside the
-  /// pool's workers: a caller-run one, a PendingTask::run() one).
-  static constexpr std::uint8_t kNotInFlight = 0xff;
-  std::uint8_t inFlightShard = kNotInFlight;
-  /// False for a run of a periodic schedule, which the pool counts once per
-  /// schedule, not per run; written before the task is published.
-  bool countsInStats = true;
-  /// True for a task admitted to a worker's local queue (fork/join work):
-  /// one the pool may run where it is awaited (tryStartJoined()). Written
-  /// before the task is published to another thread.
+  // first field filling the tail of RefCounted; then the rest. The fields
+  // for the task's executor, declared at the end, are public too.)
+  /// True for a task its executor may run where it is awaited, on the
+  /// awaiting thread, if nothing has started it yet (fork/join work: see
+  /// joinInline() and tryStartJoined()). Written before the task is published
+  /// to another thread.
   bool joinable = false;
 
   // ---- result side (Future) -------------------------------------------------
@@ -284,7 +276,7 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   [[nodiscard]] bool isConsumed() const noexcept { return consumed_.load(std::memory_order_acquire); }
 
   /// True if the task has settled with an exception its body threw, other
-  /// than OperationCancelled, and was not cancelled: what a pool thread
+  /// than OperationCancelled, and was not cancelled: what an executor
   /// counts as failed. For the thread that ran it.
   [[nodiscard]] bool failedOnItsOwn() const noexcept;
   /// Arms the report of a failure nobody reads: when the task is destroyed
@@ -328,7 +320,7 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// \throws std::bad_alloc.
   bool createToken();
   /// Publishes the end of a started task: `error` is what its body threw (null
-  /// on success). Returns the outcome for the pool's counters.
+  /// on success). Returns the outcome for the executor's counters.
   RunResult finish(std::exception_ptr error) noexcept;
   /// Releases the links a task still holds when it is destroyed without
   /// having settled (a task that was never admitted).
@@ -465,8 +457,9 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   std::atomic<TaskCore*> parent_{nullptr};
 
  public:
-  /// The pool that admitted the task (an identity, see currentPoolIdentity());
-  /// written before the task is published to any other thread.
+  /// The executor that admitted the task, as an identity (compared with the
+  /// runtime's currentPoolIdentity(); never dereferenced); written before
+  /// the task is published to any other thread.
   const void* owner = nullptr;
   /// Told by requestCancel() when it cancels the task while queued; set
   /// before the task is published to another thread, then never changed.
@@ -476,15 +469,18 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// changed only by the task's own code (TaskLocal::Scope). See
   /// detail/Bindings.h.
   BindingNode* bindings = nullptr;
-  /// For a pool that records latency (ThreadPoolOptions::recordLatency): when
-  /// the task was admitted (a timer task: its due time), on the pool's clock,
-  /// in its ticks since the clock's epoch; kNotStamped otherwise. Written
-  /// before the task is published to the thread that runs it.
-  static constexpr std::int64_t kNotStamped = INT64_MIN;
-  std::int64_t admittedAt = kNotStamped;
-  /// For a pool that records latency: how long the task's code has run, in
-  /// ticks of `clock` (null: not timed). The pool thread that takes the task
-  /// up sets all three before it runs any of it; from then on only the
+  /// Storage that the executor which admitted the task keeps its own
+  /// per-task state in (an executor's extension of the task, which the task
+  /// core does not name). Zeroed when the task is made; the task core never
+  /// reads or writes it again. The executor's own rules say who writes it
+  /// when (each executor lays its own type over these bytes).
+  struct alignas(8) OwnerData {
+    unsigned char bytes[16];
+  };
+  OwnerData ownerData{};
+  /// For an executor that times its tasks: how long the task's code has
+  /// run, in ticks of `clock` (null: not timed). The thread that takes the
+  /// task up sets all three before it runs any of it; from then on only the
   /// thread running the task's code touches them (for a coroutine task, each
   /// segment's thread in turn, handed on with the coroutine: see
   /// detail/RunSegments.h). A callable's run is one segment, closed by runBody().
