@@ -25,7 +25,7 @@ namespace coexec::detail {
 void PoolImpl::runTimed(Worker& worker, Ref<TaskCore>& task) {
   WorkerLatency& latency = *worker.latency;
   const Clock::time_point start = clock_.now();
-  if (const PoolTaskState& state = poolState(*task); state.stamped()) {
+  if (const PoolTaskState state = poolState(*task); state.stamped()) {
     latency.queueWait.record(start - Clock::time_point(Clock::duration(state.admittedAt())));
   }
   TaskCore::RunTiming& timing = task->runTiming;

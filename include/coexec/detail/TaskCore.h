@@ -249,6 +249,14 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// joinInline() and tryStartJoined()). Written before the task is published
   /// to another thread.
   bool joinable = false;
+  /// Storage that the executor which admitted the task keeps its own
+  /// per-task state in (its extension of the task, which the task core does
+  /// not name): these two bytes, beside the stage word, for what it reads on
+  /// every start and finish, and the word `ownerWord`. Zero when the task is
+  /// made; the task core never reads or writes them again. The executor's
+  /// own rules say who writes them when (each executor lays its own meaning
+  /// over them).
+  std::uint8_t ownerBytes[2] = {};
 
   // ---- result side (Future) -------------------------------------------------
 
@@ -469,15 +477,9 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// changed only by the task's own code (TaskLocal::Scope). See
   /// detail/Bindings.h.
   BindingNode* bindings = nullptr;
-  /// Storage that the executor which admitted the task keeps its own
-  /// per-task state in (an executor's extension of the task, which the task
-  /// core does not name). Zeroed when the task is made; the task core never
-  /// reads or writes it again. The executor's own rules say who writes it
-  /// when (each executor lays its own type over these bytes).
-  struct alignas(8) OwnerData {
-    unsigned char bytes[16];
-  };
-  OwnerData ownerData{};
+  /// The rest of the executor's per-task storage (see ownerBytes): zero
+  /// when the task is made, never read by the task core.
+  std::uint64_t ownerWord = 0;
   /// For an executor that times its tasks: how long the task's code has
   /// run, in ticks of `clock` (null: not timed). The thread that takes the
   /// task up sets all three before it runs any of it; from then on only the
