@@ -10,7 +10,7 @@
 //   started, the continuation runs on the posting thread, never lost.
 // - A coroutine task is in flight from its start to its finish, and the pool
 //   does not terminate while one is. Its finish touches the pool only until
-//   the decrement that may let the pool terminate: see "In flight" below.
+//   the decrement that may let the pool terminate (InFlight.h).
 // - A guest coroutine (running on a worker, not a task in flight here) is
 //   held in flight by each awaiter it suspends in (retain()) until that
 //   awaiter has posted it back (release()): the same count, the same rule.
@@ -18,43 +18,17 @@
 //   caller under callerRuns(), a temporary thread) is held in flight the
 //   same way from its start until its state is released, wherever it
 //   finishes: it never outlives the pool, nor does its report.
-// Locks: mutex_ for continuations_; inFlightMutex_ for inFlightTasks_; a
-// worker's localMutex for its yields.
+// Locks: mutex_ for continuations_; InFlight's own for the tracked tasks;
+// a worker's localMutex for its yields.
 
-// In flight: coroutine tasks started and not finished. The pool does not
-// terminate while any is.
-//
-// A worker counts the coroutine tasks it starts in its own counters
-// (Counters::coroutinesStarted), and a worker on whose thread one finishes
-// counts that finish in its own (coroutinesFinished), with plain stores:
-// no read-modify-write on the path of a coroutine that starts and ends on
-// the pool's threads. Any worker may count any finish: only the sum
-// matters. A worker's counts move to exitedCoroutines_ when it exits.
-// A finish on any other thread (a thread of another pool, an io_context
-// thread, a caller) is counted in a shard (PoolImpl::inFlight_) as a wrapping
-// decrement, and guests' holds (retain()) as increments there.
-//
-// The total matters only under mutex_. A reader may miss a worker's latest
-// plain stores; such a worker is alive and brings them to the lock before
-// it parks or exits (takeWorkLocked), and the pool terminates only once no
-// worker is left. A worker that exits after shutdown wakes the idle ones
-// (workerExitedLocked), so that none stays parked on a count it read
-// before another worker's last finish.
-//
-// A finish on another thread must not touch this pool once its decrement
-// may let the pool terminate (the owner may be waiting in close() to free
-// it). So such a finisher first announces itself in its shard's
-// `finishing`, then reads the state:
-// - running: it decrements `count` and then `finishing`, and touches
-//   nothing after that. shutdown() and shutdownNow() change the state and
-//   then wait until every shard's `finishing` is 0 (waitFinishersLocked),
-//   so they see every such decrement before they decide anything.
-// - not running: it takes mutex_ before it decrements, and decides under
-//   the lock whether the pool can now terminate; the pool cannot terminate
-//   (and so cannot be freed) while its count is still in the total.
-// A worker's own finish needs none of this (it is alive: the pool cannot
-// terminate under it); after shutdown it takes mutex_ to see whether the
-// pool can now terminate (coroutineFinished()).
+// In flight: the counts and the rules of a finish on another thread are
+// InFlight's (InFlight.h). On the pool's side: a worker brings its own
+// counts to the lock before it parks or exits (takeWorkLocked), and one
+// that exits after shutdown wakes the idle ones (workerExitedLocked), so
+// that none stays parked on a total it read before another worker's last
+// finish. A worker's own finish needs no announcement (it is alive: the
+// pool cannot terminate under it); after shutdown it takes mutex_ to see
+// whether the pool can now terminate (coroutineFinished()).
 
 #include "coexec/ThreadPoolExecutor.h"
 
@@ -147,18 +121,11 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
   // without hooks reads none of it.
   if (hooks_.afterExecute || result.outcome == Outcome::failed) coroutineFinishedSlow(task, result);
   if (task.runTiming.clock != nullptr) recordCoroutineRun(task);  // timed by runTimed(): recordLatency
-  if (task.hasToken()) {
-    std::lock_guard inFlightLock(inFlightMutex_);
-    const auto it = std::find(inFlightTasks_.begin(), inFlightTasks_.end(), &task);
-    if (it != inFlightTasks_.end()) {
-      *it = inFlightTasks_.back();
-      inFlightTasks_.pop_back();
-    }
-  }
+  if (task.hasToken()) inFlight_.untrack(task);
   if (Worker* const worker = tlsWorker; worker != nullptr && tlsPool == this) {
-    // On one of our workers: its own count, a plain store (see "in flight"
-    // in PoolImpl.h). The pool cannot terminate under a live worker; after
-    // shutdown, see whether it can now.
+    // On one of our workers: its own count, a plain store (InFlight.h). The
+    // pool cannot terminate under a live worker; after shutdown, see whether
+    // it can now.
     addOwn<std::uint64_t>(worker->counters.coroutinesFinished, 1, std::memory_order_relaxed);
     if (stateMirror_.load(std::memory_order_acquire) != PoolState::running) {
       std::unique_lock lock(mutex_);
@@ -168,7 +135,7 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
       }
     }
   } else {
-    leaveFlight(inFlight_[poolState(task).shard()]);
+    leaveFlight(poolState(task).shard());
   }
   // The reference the task handed over: dropped last (the task's state is
   // not the pool's, which may be gone by now).
@@ -200,12 +167,12 @@ bool PoolImpl::runOutside(Ref<TaskCore>& task, Outside where) noexcept {
     // not running refuses the task (as callerRuns() does after shutdown).
     std::lock_guard lock(mutex_);
     if (state_ != PoolState::running) return false;
-    inFlight_[kGuestShard].count.fetch_add(1, std::memory_order_seq_cst);
+    inFlight_.hold();
   } else {
     // A temporary thread keeps the pool from terminating (temporaryThreads_)
     // until it has dropped its references: the increment cannot race with
     // termination, and the thread's lock on its way out publishes it.
-    inFlight_[kGuestShard].count.fetch_add(1, std::memory_order_seq_cst);
+    inFlight_.hold();
   }
   Ref<TaskCore> core = std::move(task);
   if (!core->tryStart()) {  // cancelled meanwhile: settled, nothing to run or wait for
@@ -241,26 +208,18 @@ bool PoolImpl::retain(const TaskCore* task) noexcept {
   // no hold: that task keeps the pool. Any other (a foreign coroutine type,
   // a coroutine of another pool's task, a guest) takes one.
   if (task != nullptr && task->owner == this && poolState(*task).inFlight()) return false;
-  inFlight_[kGuestShard].count.fetch_add(1, std::memory_order_seq_cst);
+  inFlight_.hold();
   return true;
 }
 
-void PoolImpl::release() noexcept { leaveFlight(inFlight_[kGuestShard]); }
+void PoolImpl::release() noexcept { leaveFlight(InFlight::kGuestShard); }
 
-void PoolImpl::leaveFlight(InFlightShard& shard) noexcept {
+void PoolImpl::leaveFlight(std::uint8_t shard) noexcept {
   // Nothing below may touch the pool after the decrement that can let it
-  // terminate (see InFlightShard). seq_cst: the announcement, then the state;
-  // shutdown stores the state, then reads every announcement: either we see
-  // the shutdown, or it waits for our decrement.
-  shard.finishing.fetch_add(1, std::memory_order_seq_cst);
-  if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::running) {
-    shard.count.fetch_sub(1, std::memory_order_seq_cst);
-    shard.finishing.fetch_sub(1, std::memory_order_seq_cst);  // the last access to the pool
-    return;
-  }
-  shard.finishing.fetch_sub(1, std::memory_order_seq_cst);  // we are still in flight: the pool stays
+  // terminate (InFlight.h).
+  if (inFlight_.leaveIfRunning(shard)) return;
   std::unique_lock lock(mutex_);
-  shard.count.fetch_sub(1, std::memory_order_seq_cst);
+  inFlight_.leaveLocked(shard);
   if (inFlightLocked() == 0) {
     wakeAllLocked();
     tryTerminateLocked(lock);
@@ -270,12 +229,9 @@ void PoolImpl::leaveFlight(InFlightShard& shard) noexcept {
 }
 
 void PoolImpl::coroutineTokenCreated(TaskCore& task) {
-  {
-    std::lock_guard inFlightLock(inFlightMutex_);
-    inFlightTasks_.push_back(&task);  // removed by coroutineFinished(): the task has a token now
-  }
-  // As in execute(): shutdownNow() stores STOP and then reads inFlightTasks_
-  // under inFlightMutex_. If it read the list before we added the task, its
+  inFlight_.track(task);  // untracked by coroutineFinished(): the task has a token now
+  // As in execute(): shutdownNow() stores STOP and then collects the tracked
+  // tasks (InFlight.h). If it collected them before we added the task, its
   // store happened before our lock and we see STOP here; otherwise it
   // cancels the token itself.
   if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::stop) task.requestTokenCancellation();

@@ -22,6 +22,7 @@
 #include "scheduler/WorkStealingDeque.h"
 #include "scheduler/TaskQueue.h"
 #include "scheduler/TimerService.h"
+#include "pool/InFlight.h"
 #include "pool/PoolTaskState.h"
 #include "pool/PoolWorker.h"
 #include "pool/UncaughtSink.h"
@@ -138,11 +139,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   /// Requires: mutex_ held. Waits out the lock-free admissions under way
   /// (after a change of state). They never take the lock while counted.
   void waitAdmissionsLocked() const noexcept;
-  /// Requires: mutex_ held. Waits out the coroutine finishes that saw the
-  /// pool running and have not yet taken themselves off the in-flight count
-  /// (after a change of state; see InFlightShard). They never take the lock
-  /// while announced.
-  void waitFinishersLocked() const noexcept;
   /// Requires: mutex_ held, and no lock-free push under way (admitting_
   /// drained after a change of state, or purging_ set). Every task of the
   /// shared queue in FIFO order, taken from the ring at once (workers popping
@@ -166,7 +162,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   // Its afterExecute hook and failure report, when there is one of them.
   void coroutineFinishedSlow(TaskCore& task, const RunResult& result) noexcept;
   // CoroutineObserver: a coroutine task of this pool created its token on
-  // demand; tracked in inFlightTasks_ from now on.
+  // demand; tracked in inFlight_ from now on.
   void coroutineTokenCreated(TaskCore& task) override;
 
   /// Where runOutside() runs a task: the name its reports give the thread.
@@ -179,7 +175,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   /// failure that nobody reads is armed as on a worker ("(caller)" or
   /// "(temporary thread)" as the thread name). Counts in no pool counter
   /// (the task was never admitted), but holds the pool in flight
-  /// (inFlight_[kGuestShard]) until the coroutine has finished and the
+  /// (an InFlight hold) until the coroutine has finished and the
   /// task's reference is dropped: the pool does not terminate while such a
   /// coroutine runs, so neither the task's state nor its report outlives
   /// the pool. Returns at the coroutine's first suspension, true; for a
@@ -343,31 +339,16 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   void finishRoomWaits(RoomWaiter* ended) noexcept;
   static void onRoomTimeout(void* context) noexcept;  // a timeout's timer (context: the pool)
 
-  // Coroutine tasks started and not finished ("in flight"): the pool does
-  // not terminate while any is. Counted per worker with plain stores, and in
-  // shards for finishes on other threads and guests' holds; the rules and
-  // why they are enough: PoolContinuations.cpp, "In flight".
-  static constexpr std::size_t kInFlightShards = 8;  // fits PoolTaskState's shard (a byte)
-  struct alignas(64) InFlightShard {
-    std::atomic<std::size_t> count{0};  // wraps: finishes on other threads decrement it
-    std::atomic<std::size_t> finishing{0};
-  };
-  InFlightShard inFlight_[kInFlightShards];
-  /// The shard of the guests' holds (retain()): one for all, since a hold
-  /// may be dropped on any thread.
-  static constexpr std::uint8_t kGuestShard = 0;
-  /// Counts of exited workers: started minus finished (wrapping); guarded
-  /// by mutex_.
-  std::uint64_t exitedCoroutines_ = 0;
-  /// Drops one count of `shard`, as described above, terminating the pool
-  /// if that was the last thing it waited for. Touches the pool no more
-  /// afterwards.
-  void leaveFlight(InFlightShard& shard) noexcept;
-  /// Requires: mutex_ held (see above). The total in flight.
+  // What keeps the pool from terminating besides its queues and threads:
+  // coroutine tasks in flight, guests' holds, and the tasks with a token
+  // among them (InFlight.h states the rules).
+  InFlight inFlight_{stateMirror_};
+  /// Drops one count of `shard` (InFlight::leaveIfRunning()), terminating
+  /// the pool if that was the last thing it waited for. Touches the pool no
+  /// more afterwards.
+  void leaveFlight(std::uint8_t shard) noexcept;
+  /// Requires: mutex_ held. The total in flight (InFlight::totalLocked()).
   [[nodiscard]] std::size_t inFlightLocked() const noexcept;
-  alignas(64) std::mutex inFlightMutex_;
-  std::vector<TaskCore*> inFlightTasks_;  // those with a token (shutdownNow() cancels them), from their start
-                                          // or from coroutineTokenCreated(); guarded by inFlightMutex_
 
   // Everything below is guarded by mutex_.
   PoolState state_ = PoolState::running;  // write through setStateLocked()
@@ -501,7 +482,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   // policy or PendingTask::run() started on a worker) keeps the pool from
   // terminating while it waits on the pool, as a task of the pool does: its
   // continuation is never dropped with the pool's timers, and never posted
-  // to a pool that is gone. Counted in inFlight_[kGuestShard].
+  // to a pool that is gone. Counted as an InFlight hold.
   bool retain(const TaskCore* awaitingTask) noexcept override;
   void release() noexcept override;
 

@@ -32,13 +32,6 @@
 namespace coexec {
 namespace detail {
 
-void PoolImpl::waitFinishersLocked() const noexcept {
-  for (const InFlightShard& shard : inFlight_) {
-    while (shard.finishing.load(std::memory_order_seq_cst) != 0)
-      std::this_thread::yield();
-  }
-}
-
 void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& lock) {
   // Its counts move to outside_ under the lock stats() holds: no snapshot
   // sees them twice or not at all. Nothing else writes them now (it is idle).
@@ -51,8 +44,8 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
     worker->latency->queueWait.addTo(exitedLatency_.queueWait);
     worker->latency->runTime.addTo(exitedLatency_.runTime);
   }
-  exitedCoroutines_ += gone.coroutinesStarted.load(std::memory_order_relaxed) -
-                       gone.coroutinesFinished.load(std::memory_order_relaxed);  // wrapping, as in inFlightLocked()
+  inFlight_.workerExitedLocked(gone.coroutinesStarted.load(std::memory_order_relaxed) -
+                               gone.coroutinesFinished.load(std::memory_order_relaxed));
   exited_.push_back(std::move(worker->thread));
   workers_.remove_if([worker](const Worker& w) { return &w == worker; });
   // seq_cst, then the seq_cst size of inject_: a lock-free submitter pushes
@@ -111,7 +104,7 @@ void ThreadPoolExecutor::shutdown() {
   std::unique_lock lock(p.mutex_);
   if (p.state_ == PoolState::running) p.setStateLocked(PoolState::shutdown);
   p.waitAdmissionsLocked();  // every lock-free push has landed or will be refused
-  p.waitFinishersLocked();   // every coroutine that finished unlocked is off the in-flight count
+  p.inFlight_.waitLeaversLocked();  // every coroutine that finished unlocked is off the in-flight count
   detail::TimerWork timers;
   if (p.state_ == PoolState::shutdown) p.stopTimersLocked(/*now=*/false, timers, nullptr);
   // The timers it stopped are settled before the pool may terminate: a pin
@@ -146,7 +139,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     std::unique_lock lock(p.mutex_);
     if (p.state_ == PoolState::running || p.state_ == PoolState::shutdown) p.setStateLocked(PoolState::stop);
     p.waitAdmissionsLocked();  // every lock-free push has landed or will be refused
-    p.waitFinishersLocked();   // every coroutine that finished unlocked is off the in-flight count
+    p.inFlight_.waitLeaversLocked();  // every coroutine that finished unlocked is off the in-flight count
     std::vector<PendingTask> queued = p.drainSharedLocked();
     p.releaseQueued(queued.size());
     p.publishSharedWorkLocked();
@@ -168,13 +161,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
       std::lock_guard local(worker.localMutex);
       if (worker.current) running.push_back(worker.current);
     }
-    {
-      std::lock_guard inFlightLock(p.inFlightMutex_);
-      for (detail::TaskCore* task : p.inFlightTasks_) {
-        task->addRef();  // alive: coroutineFinished() removes it under this mutex before releasing it
-        running.push_back(detail::Ref<detail::TaskCore>::adopt(task));
-      }
-    }
+    p.inFlight_.collect(running);  // coroutine tasks in flight with a token
     p.wakeAllLocked();
     p.roomAvailable_.notify_all();
     refused = p.endRoomWaitsLocked();

@@ -163,12 +163,9 @@ void PoolImpl::runStarted(Worker& worker, Ref<TaskCore>& task) {
     }
     if (started) {
       // In flight from now on, in this worker's own count (see PoolImpl.h).
-      poolState(*task).enterFlight(static_cast<std::uint8_t>(worker.number % kInFlightShards));
+      poolState(*task).enterFlight(static_cast<std::uint8_t>(worker.number % InFlight::kShards));
       addOwn<std::uint64_t>(counters.coroutinesStarted, 1, std::memory_order_relaxed);
-      if (tracked) {  // shutdownNow() cancels the tokens of coroutines in flight
-        std::lock_guard lock(inFlightMutex_);
-        inFlightTasks_.push_back(task.get());
-      }
+      if (tracked) inFlight_.track(*task);  // shutdownNow() cancels the tokens of coroutines in flight
       // Hands over our reference. Counted by coroutineEnding() and let go
       // by coroutineFinished(), maybe before this returns.
       task.detach()->startCoroutine(this);
@@ -237,16 +234,13 @@ void PoolImpl::count(Outcome outcome) noexcept {
 }
 
 std::size_t PoolImpl::inFlightLocked() const noexcept {
-  // Wrapping sums (see "in flight" in PoolImpl.h): the shards hold guests'
-  // holds and the finishes on other threads, the workers their own counts.
-  std::uint64_t total = exitedCoroutines_;
-  for (const InFlightShard& shard : inFlight_)
-    total += shard.count.load(std::memory_order_seq_cst);
+  // The live workers' own counts (wrapping; see InFlight.h).
+  std::uint64_t net = 0;
   for (const Worker& worker : workers_) {
-    total += worker.counters.coroutinesStarted.load(std::memory_order_acquire);
-    total -= worker.counters.coroutinesFinished.load(std::memory_order_acquire);
+    net += worker.counters.coroutinesStarted.load(std::memory_order_acquire);
+    net -= worker.counters.coroutinesFinished.load(std::memory_order_acquire);
   }
-  return static_cast<std::size_t>(total);
+  return inFlight_.totalLocked(net);
 }
 
 bool PoolImpl::quiescentLocked() const noexcept {

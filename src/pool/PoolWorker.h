@@ -51,7 +51,7 @@ struct alignas(64) PoolCounters {
   // as a hint); unused in outside_.
   std::atomic<std::uint64_t> running{0};  // 0: no task
   // Coroutine tasks the worker started, and coroutine tasks that finished on
-  // its thread (whoever started them): see "in flight" in PoolImpl.h.
+  // its thread (whoever started them): see InFlight.h.
   // Written by the worker alone (addOwn); unused in outside_.
   std::atomic<std::uint64_t> coroutinesStarted{0};
   std::atomic<std::uint64_t> coroutinesFinished{0};

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: BSL-1.0
+#pragma once
+
+// The pool's in-flight tracker: what keeps a pool that is shut down from
+// terminating besides its queues and threads. Coroutine tasks started and
+// not finished ("in flight"), guests' holds (a coroutine suspended in an
+// awaiter on one of the pool's workers, a coroutine run outside the
+// workers), and the tasks with a token among them, which shutdownNow()
+// cancels. Part of the lifecycle (PoolLifecycle.cpp); it knows the pool's
+// state only through the state's mirror it is given.
+//
+// Invariants:
+// - The total (totalLocked()) is exact under the pool's mutex, and the pool
+//   terminates only when it is 0 and no worker is left.
+// - A worker counts the coroutine tasks it starts, and the finishes on its
+//   thread, in its own counters (PoolCounters::coroutinesStarted and
+//   coroutinesFinished) with plain stores: no read-modify-write on the path
+//   of a coroutine that starts and ends on the pool's threads. Any worker
+//   may count any finish: only the sum matters. A worker's counts move here
+//   when it exits (workerExitedLocked()). A reader under the mutex may miss
+//   a worker's latest plain stores; such a worker is alive and brings them
+//   to the lock before it parks or exits, and the pool terminates only once
+//   no worker is left.
+// - A finish on any other thread (another pool's, an io_context's, a
+//   caller's) is a wrapping decrement of a shard, and a guest's hold an
+//   increment of the guests' shard. Such a finisher must not touch the pool
+//   once its decrement may let the pool terminate (the owner may be freeing
+//   it in close()). So it first announces itself in its shard's `finishing`,
+//   then reads the state (seq_cst both):
+//   - running: it decrements `count` and then `finishing`, and touches
+//     nothing after that (leaveIfRunning()). shutdown() and shutdownNow()
+//     change the state and then wait until every `finishing` is 0
+//     (waitLeaversLocked()), so they see every such decrement before they
+//     decide anything.
+//   - not running: it takes the pool's mutex before it decrements
+//     (leaveLocked()), and the pool decides under the lock whether it can
+//     now terminate; it cannot terminate (and so cannot be freed) while the
+//     count is still in the total.
+// - A task with a token is tracked from its start (or from the moment its
+//   coroutine creates the token) until its finish, under this tracker's own
+//   mutex; shutdownNow() stores STOP, then reads the list under that mutex,
+//   and a task added after that read sees STOP and cancels itself.
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "coexec/PoolStats.h"
+#include "coexec/detail/Ref.h"
+#include "coexec/detail/TaskCore.h"
+
+namespace coexec::detail {
+
+class InFlight {
+ public:
+  /// Shards for finishes on other threads and for guests' holds; a worker
+  /// counts in `number % kShards` (fits a byte: PoolTaskState's shard).
+  static constexpr std::size_t kShards = 8;
+  /// The shard of the guests' holds: one for all, since a hold may be
+  /// dropped on any thread.
+  static constexpr std::uint8_t kGuestShard = 0;
+
+  /// `state` is the pool's state mirror (stored seq_cst by the pool).
+  explicit InFlight(const std::atomic<PoolState>& state) noexcept : state_(state) {}
+
+  /// A guest's hold: one more in flight. On a thread that keeps the pool
+  /// from terminating meanwhile (one of its workers, a temporary thread, or
+  /// under the pool's mutex). Never throws.
+  void hold() noexcept { shards_[kGuestShard].count.fetch_add(1, std::memory_order_seq_cst); }
+  /// One less in flight in `shard`, from a thread that may not keep the pool
+  /// alive, if the pool is running: true, and the pool must not be touched
+  /// afterwards. False, changing nothing, if it is not running: the caller
+  /// takes the pool's mutex and calls leaveLocked(). Never throws.
+  bool leaveIfRunning(std::uint8_t shard) noexcept {
+    Shard& s = shards_[shard];
+    s.finishing.fetch_add(1, std::memory_order_seq_cst);
+    if (state_.load(std::memory_order_seq_cst) == PoolState::running) {
+      s.count.fetch_sub(1, std::memory_order_seq_cst);
+      s.finishing.fetch_sub(1, std::memory_order_seq_cst);  // the last access to the pool
+      return true;
+    }
+    s.finishing.fetch_sub(1, std::memory_order_seq_cst);  // still in flight: the pool stays
+    return false;
+  }
+  /// Requires: the pool's mutex held. One less in flight in `shard`.
+  void leaveLocked(std::uint8_t shard) noexcept { shards_[shard].count.fetch_sub(1, std::memory_order_seq_cst); }
+  /// Requires: the pool's mutex held, after a change of state. Waits out the
+  /// leaveIfRunning() calls under way (they never take the mutex).
+  void waitLeaversLocked() const noexcept {
+    for (const Shard& shard : shards_) {
+      while (shard.finishing.load(std::memory_order_seq_cst) != 0)
+        std::this_thread::yield();
+    }
+  }
+  /// Requires: the pool's mutex held. The total in flight, given the live
+  /// workers' own counts (started minus finished, wrapping).
+  [[nodiscard]] std::size_t totalLocked(std::uint64_t workersNet) const noexcept {
+    std::uint64_t total = exited_ + workersNet;
+    for (const Shard& shard : shards_)
+      total += shard.count.load(std::memory_order_seq_cst);
+    return static_cast<std::size_t>(total);
+  }
+  /// Requires: the pool's mutex held. An exiting worker's own counts
+  /// (started minus finished, wrapping) move here.
+  void workerExitedLocked(std::uint64_t net) noexcept { exited_ += net; }
+
+  /// Tracks `task`, which has a token, until untrack(). \throws
+  /// std::bad_alloc.
+  void track(TaskCore& task) {
+    std::lock_guard lock(mutex_);
+    tasks_.push_back(&task);
+  }
+  /// Stops tracking `task` (if tracked). Never throws.
+  void untrack(TaskCore& task) noexcept {
+    std::lock_guard lock(mutex_);
+    const auto it = std::find(tasks_.begin(), tasks_.end(), &task);
+    if (it != tasks_.end()) {
+      *it = tasks_.back();
+      tasks_.pop_back();
+    }
+  }
+  /// Appends a reference to every tracked task to `into` (shutdownNow(),
+  /// after it stored STOP). The tasks stay alive meanwhile: a finish
+  /// untracks its task under the same mutex before it drops it. \throws
+  /// std::bad_alloc.
+  void collect(std::vector<Ref<TaskCore>>& into) {
+    std::lock_guard lock(mutex_);
+    for (TaskCore* task : tasks_) {
+      task->addRef();
+      into.push_back(Ref<TaskCore>::adopt(task));
+    }
+  }
+
+ private:
+  struct alignas(64) Shard {
+    std::atomic<std::size_t> count{0};  // wraps: finishes on other threads decrement it
+    std::atomic<std::size_t> finishing{0};
+  };
+  const std::atomic<PoolState>& state_;
+  Shard shards_[kShards];
+  std::uint64_t exited_ = 0;  // exited workers' started minus finished (wrapping); the pool's mutex
+  alignas(64) std::mutex mutex_;
+  std::vector<TaskCore*> tasks_;  // those with a token; guarded by mutex_
+};
+
+}  // namespace coexec::detail
