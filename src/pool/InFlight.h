@@ -6,7 +6,7 @@
 // not finished ("in flight"), guests' holds (a coroutine suspended in an
 // awaiter on one of the pool's workers, a coroutine run outside the
 // workers), and the tasks with a token among them, which shutdownNow()
-// cancels. Part of the lifecycle (PoolLifecycle.cpp); it knows the pool's
+// cancels. Part of the lifecycle tracker (Lifecycle.h); it knows the pool's
 // state only through the state's mirror it is given.
 //
 // Invariants:

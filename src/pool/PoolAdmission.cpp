@@ -59,7 +59,7 @@ PoolStats snapshotForRejection(PoolImpl& pool) {
 
 bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   task.core_->owner = this;
-  if (state_ != PoolState::running) return false;
+  if (life_.stateLocked() != PoolState::running) return false;
   stampAdmission(*task.core_);
   // 1. Below core: a new thread, even if others are idle.
   if (workers_.size() < corePoolSize_ && addWorkerLocked(task, errors)) return true;
@@ -147,7 +147,7 @@ bool PoolImpl::tryInject(PendingTask& task) {
       // pool, left without a thread, terminated (or be running its
       // terminated hook): a thread started now would outlive it, and the
       // destructor would wait for it forever.
-      if (!wakeOneLocked() && workers_.empty() && state_ != PoolState::terminated && !terminating_) {
+      if (!wakeOneLocked() && workers_.empty() && life_.aliveLocked()) {
         startThreadForWaitingWorkLocked(errors);  // if the factory fails, it is tried again soon
       }
     }
@@ -253,7 +253,7 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
 }
 
 bool PoolImpl::workWaitsLocked() const noexcept {
-  return (sharedQueuedLocked() > 0 && state_ != PoolState::stop) || !continuations_.empty() ||
+  return (sharedQueuedLocked() > 0 && life_.stateLocked() != PoolState::stop) || !continuations_.empty() ||
          dueCount_.load(std::memory_order_seq_cst) > 0;
 }
 
@@ -263,7 +263,7 @@ void PoolImpl::startThreadForWaitingWorkLocked(FactoryErrors& errors) {
 }
 
 void PoolImpl::armThreadRetryLocked() noexcept {
-  if (threadRetryArmed_ || state_ == PoolState::terminated) return;
+  if (threadRetryArmed_ || life_.stateLocked() == PoolState::terminated) return;
   try {
     (void)timers_.schedule(detail::deadlineOn(clock_.now(), threadRetryDelay_), &PoolImpl::onThreadRetry, this);
     threadRetryArmed_ = true;
@@ -277,7 +277,7 @@ void PoolImpl::onThreadRetry(void* context) noexcept {
   {
     std::lock_guard lock(pool->mutex_);
     pool->threadRetryArmed_ = false;
-    if (pool->state_ == PoolState::terminated || pool->terminating_ || !pool->workers_.empty() ||
+    if (!pool->life_.aliveLocked() || !pool->workers_.empty() ||
         !pool->workWaitsLocked()) {
       pool->threadRetryDelay_ = kThreadRetryFirst;
     } else {
@@ -294,7 +294,7 @@ void PoolImpl::onThreadRetry(void* context) noexcept {
 }
 
 const char* PoolImpl::saturationReasonLocked(bool factoryFailed) const {
-  if (state_ != PoolState::running) return "the pool is shut down and accepts no new tasks";
+  if (life_.stateLocked() != PoolState::running) return "the pool is shut down and accepts no new tasks";
   if (factoryFailed) return "the thread factory failed to create a thread and the work queue has no room";
   return "the work queue is full and the pool has reached maximumPoolSize";
 }
@@ -304,7 +304,7 @@ std::size_t PoolImpl::startWorkers(std::size_t count, bool onlyForQueuedWork) {
   std::size_t started = 0;
   {
     std::lock_guard lock(mutex_);
-    while (started < count && state_ == PoolState::running && workers_.size() < corePoolSize_) {
+    while (started < count && life_.stateLocked() == PoolState::running && workers_.size() < corePoolSize_) {
       if (onlyForQueuedWork && sharedQueuedLocked() <= started) break;
       PendingTask none;
       if (!addWorkerLocked(none, errors)) break;
@@ -386,7 +386,7 @@ bool ThreadPoolExecutor::evictOldest() {
   std::vector<detail::Ref<detail::TaskCore>> joined;  // dropped after the lock
   {
     std::lock_guard lock(p.mutex_);
-    if (p.state_ != PoolState::running) return false;
+    if (p.life_.stateLocked() != PoolState::running) return false;
     victim = p.takeOldestLocked(joined);
     if (!victim.valid()) return false;
     p.publishSharedWorkLocked();
@@ -415,7 +415,7 @@ bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds
         admitted = true;
         break;
       }
-      if (p.state_ != PoolState::running) {
+      if (p.life_.stateLocked() != PoolState::running) {
         detail::noteRejectReason(task.core_.get(), p.saturationReasonLocked(false));
         break;
       }

@@ -59,11 +59,12 @@ void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
   FactoryErrors errors;
   {
     std::lock_guard lock(mutex_);
-    // While the terminated hook runs (terminating_) the pool is about to be
-    // TERMINATED: a thread started now would outlive it. The continuation
-    // runs here instead, as it would once the pool has terminated.
+    // While the terminated hook runs (Lifecycle::aliveLocked() is false) the
+    // pool is about to be TERMINATED: a thread started now would outlive it.
+    // The continuation runs here instead, as it would once the pool has
+    // terminated.
     bool queued = false;
-    if (state_ != PoolState::terminated && !terminating_) {
+    if (life_.aliveLocked()) {
       try {
         continuations_.push(handle);
         queued = true;
@@ -121,7 +122,7 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
   // without hooks reads none of it.
   if (hooks_.afterExecute || result.outcome == Outcome::failed) coroutineFinishedSlow(task, result);
   if (task.runTiming.clock != nullptr) recordCoroutineRun(task);  // timed by runTimed(): recordLatency
-  if (task.hasToken()) inFlight_.untrack(task);
+  if (task.hasToken()) life_.inFlight.untrack(task);
   if (Worker* const worker = tlsWorker; worker != nullptr && tlsPool == this) {
     // On one of our workers: its own count, a plain store (InFlight.h). The
     // pool cannot terminate under a live worker; after shutdown, see whether
@@ -166,13 +167,13 @@ bool PoolImpl::runOutside(Ref<TaskCore>& task, Outside where) noexcept {
     // Under the lock: the pool cannot terminate meanwhile, and one that is
     // not running refuses the task (as callerRuns() does after shutdown).
     std::lock_guard lock(mutex_);
-    if (state_ != PoolState::running) return false;
-    inFlight_.hold();
+    if (life_.stateLocked() != PoolState::running) return false;
+    life_.inFlight.hold();
   } else {
     // A temporary thread keeps the pool from terminating (temporaryThreads_)
     // until it has dropped its references: the increment cannot race with
     // termination, and the thread's lock on its way out publishes it.
-    inFlight_.hold();
+    life_.inFlight.hold();
   }
   Ref<TaskCore> core = std::move(task);
   if (!core->tryStart()) {  // cancelled meanwhile: settled, nothing to run or wait for
@@ -208,7 +209,7 @@ bool PoolImpl::retain(const TaskCore* task) noexcept {
   // no hold: that task keeps the pool. Any other (a foreign coroutine type,
   // a coroutine of another pool's task, a guest) takes one.
   if (task != nullptr && task->owner == this && poolState(*task).inFlight()) return false;
-  inFlight_.hold();
+  life_.inFlight.hold();
   return true;
 }
 
@@ -217,9 +218,9 @@ void PoolImpl::release() noexcept { leaveFlight(InFlight::kGuestShard); }
 void PoolImpl::leaveFlight(std::uint8_t shard) noexcept {
   // Nothing below may touch the pool after the decrement that can let it
   // terminate (InFlight.h).
-  if (inFlight_.leaveIfRunning(shard)) return;
+  if (life_.inFlight.leaveIfRunning(shard)) return;
   std::unique_lock lock(mutex_);
-  inFlight_.leaveLocked(shard);
+  life_.inFlight.leaveLocked(shard);
   if (inFlightLocked() == 0) {
     wakeAllLocked();
     tryTerminateLocked(lock);
@@ -229,7 +230,7 @@ void PoolImpl::leaveFlight(std::uint8_t shard) noexcept {
 }
 
 void PoolImpl::coroutineTokenCreated(TaskCore& task) {
-  inFlight_.track(task);  // untracked by coroutineFinished(): the task has a token now
+  life_.inFlight.track(task);  // untracked by coroutineFinished(): the task has a token now
   // As in execute(): shutdownNow() stores STOP and then collects the tracked
   // tasks (InFlight.h). If it collected them before we added the task, its
   // store happened before our lock and we see STOP here; otherwise it

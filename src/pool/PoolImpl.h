@@ -22,7 +22,7 @@
 #include "scheduler/WorkStealingDeque.h"
 #include "scheduler/TaskQueue.h"
 #include "scheduler/TimerService.h"
-#include "pool/InFlight.h"
+#include "pool/Lifecycle.h"
 #include "pool/PoolTaskState.h"
 #include "pool/PoolWorker.h"
 #include "pool/UncaughtSink.h"
@@ -78,7 +78,7 @@ class SmallList;
 ///
 /// Besides admitted tasks, workers run continuations: coroutines resuming on
 /// this pool after an await. Continuations bypass admission (never rejected,
-/// even after shutdown) and run before queued tasks. `inFlight_` counts
+/// even after shutdown) and run before queued tasks. `life_.inFlight` counts
 /// coroutine tasks that started and have not finished; the pool does not
 /// terminate while any is in flight.
 class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner {
@@ -162,7 +162,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   // Its afterExecute hook and failure report, when there is one of them.
   void coroutineFinishedSlow(TaskCore& task, const RunResult& result) noexcept;
   // CoroutineObserver: a coroutine task of this pool created its token on
-  // demand; tracked in inFlight_ from now on.
+  // demand; tracked in life_.inFlight from now on.
   void coroutineTokenCreated(TaskCore& task) override;
 
   /// Where runOutside() runs a task: the name its reports give the thread.
@@ -244,11 +244,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
 
   alignas(64) mutable std::mutex mutex_;
   std::condition_variable roomAvailable_;  // block() producers; notified when a worker takes a task
-  std::condition_variable terminated_;     // awaitTermination(), close()
-  // whenTerminated() awaiters (PoolTermination.cpp), and the resumptions of
-  // them under way after TERMINATED, which close() waits for. Guarded by mutex_.
-  TerminationWait* terminationWaiters_ = nullptr;
-  std::size_t terminationHolds_ = 0;
+  // Hands life_'s whenTerminated() awaiters back (PoolTermination.cpp).
   void resumeTerminationWaitersLocked(std::unique_lock<std::mutex>& lock);  // Requires: mutex_ held; TERMINATED
 
   Counters outside_;  // see Counters
@@ -272,7 +268,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   // Bumped by a fork onto a local queue while a worker searches: what the
   // searcher polls for local work (the local sizes are per worker).
   std::atomic<std::size_t> localSignal_{0};
-  alignas(64) std::atomic<PoolState> stateMirror_{PoolState::running};  // state_, readable without the lock
+  alignas(64) std::atomic<PoolState> stateMirror_{PoolState::running};  // life_'s state, readable without the lock
   std::atomic<std::size_t> poolSizeMirror_{0};                          // workers_.size(), ditto
 
   std::atomic<std::size_t> coreMirror_{0};     // corePoolSize_, ditto
@@ -339,10 +335,11 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   void finishRoomWaits(RoomWaiter* ended) noexcept;
   static void onRoomTimeout(void* context) noexcept;  // a timeout's timer (context: the pool)
 
-  // What keeps the pool from terminating besides its queues and threads:
-  // coroutine tasks in flight, guests' holds, and the tasks with a token
-  // among them (InFlight.h states the rules).
-  InFlight inFlight_{stateMirror_};
+  // The lifecycle: the state (stateMirror_ is its mirror), and what holds a
+  // pool that is shut down from terminating besides its queues, timers and
+  // threads: coroutine tasks in flight, guests' holds, timer pins,
+  // whenTerminated() hand-overs (Lifecycle.h, InFlight.h state the rules).
+  Lifecycle life_{stateMirror_};
   /// Drops one count of `shard` (InFlight::leaveIfRunning()), terminating
   /// the pool if that was the last thing it waited for. Touches the pool no
   /// more afterwards.
@@ -351,8 +348,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   [[nodiscard]] std::size_t inFlightLocked() const noexcept;
 
   // Everything below is guarded by mutex_.
-  PoolState state_ = PoolState::running;  // write through setStateLocked()
-  bool terminating_ = false;              // the terminated hook is running
   std::size_t corePoolSize_;
   std::size_t maximumPoolSize_;
   std::chrono::nanoseconds keepAliveTime_;
@@ -399,11 +394,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   alignas(64) mutable std::mutex dueMutex_;
   RingBuffer<TaskCore*> due_;             // guarded by dueMutex_
   std::atomic<std::size_t> dueCount_{0};  // due_.size(), stored under dueMutex_ (seq_cst), readable anywhere
-
-  // Pins held by threads on their way to this pool from a timer item (see
-  // ScheduledItem): the pool does not terminate while one is held. Taken
-  // under the item's guard, dropped under mutex_.
-  std::atomic<std::size_t> timerPins_{0};
 
   /// Requires: mutex_ held. Makes `item` live (the list takes a reference)
   /// and arms its timer for `deadline`, or hands its work over at once if it
@@ -550,11 +540,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   // Requires: mutex_ held. After the shared queues changed.
   void publishSharedWorkLocked() noexcept {
     sharedWork_.store(queue_.size() + continuations_.size(), std::memory_order_seq_cst);
-  }
-  // Requires: mutex_ held.
-  void setStateLocked(PoolState state) noexcept {
-    state_ = state;
-    stateMirror_.store(state, std::memory_order_seq_cst);  // seq_cst: paired with admitting_
   }
   // Requires: mutex_ held. Drains every worker's local queue, oldest first.
   // Entries of tasks a join started (PoolJoin.cpp) go to `joined`, for the

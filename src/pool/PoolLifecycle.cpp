@@ -4,15 +4,11 @@
 // tokens of running and suspended tasks cancelled) -> TERMINATED, and the
 // runtime resizing that decides which workers stay.
 //
-// Invariants:
-// - The state only moves forward, under mutex_ (setStateLocked), mirrored in
-//   stateMirror_ for the lock-free paths.
-// - TERMINATED is entered once, by tryTerminateLocked, when no worker is
-//   left and nothing is queued, in flight or waiting to resume; the
-//   terminated hook runs before it (with the lock released and
-//   terminating_ set: nothing may start a worker then), and close() frees
-//   the pool only after it has seen TERMINATED under mutex_, and no
-//   whenTerminated() awaiter being handed back (terminationHolds_).
+// Invariants (the state's own rules, the holds and the hand-overs that
+// close() waits for: Lifecycle.h):
+// - TERMINATED is entered by tryTerminateLocked, when no worker is left and
+//   nothing is queued, in flight, pinned or waiting to resume; the
+//   terminated hook runs before it, with the lock released.
 // - A worker's counters move to outside_ when it exits, under mutex_, so
 //   stats() never counts them twice or not at all.
 
@@ -44,7 +40,7 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
     worker->latency->queueWait.addTo(exitedLatency_.queueWait);
     worker->latency->runTime.addTo(exitedLatency_.runTime);
   }
-  inFlight_.workerExitedLocked(gone.coroutinesStarted.load(std::memory_order_relaxed) -
+  life_.inFlight.workerExitedLocked(gone.coroutinesStarted.load(std::memory_order_relaxed) -
                                gone.coroutinesFinished.load(std::memory_order_relaxed));
   exited_.push_back(std::move(worker->thread));
   workers_.remove_if([worker](const Worker& w) { return &w == worker; });
@@ -55,7 +51,7 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
   // After shutdown, the others look again: one parked on an in-flight total
   // it read before this worker's last finishes (plain stores, see PoolImpl.h)
   // would otherwise wait for a wake-up that never comes.
-  if (state_ != PoolState::running) wakeAllLocked();
+  if (life_.stateLocked() != PoolState::running) wakeAllLocked();
   if (workers_.empty() && workWaitsLocked()) {
     // Never leave queued work without a thread (the pool was resized or all
     // threads timed out while a task arrived).
@@ -71,16 +67,16 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
 }
 
 void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
-  if (state_ == PoolState::running || state_ == PoolState::terminated || terminating_) return;
+  if (life_.stateLocked() == PoolState::running || !life_.aliveLocked()) return;
   if (!workers_.empty() || !quiescentLocked()) return;
-  if (state_ == PoolState::shutdown && sharedQueuedLocked() > 0) return;
+  if (life_.stateLocked() == PoolState::shutdown && sharedQueuedLocked() > 0) return;
   // Timers it must still run (or end), due work, and threads on their way
   // here from a timer (see ScheduledItem).
-  if (liveCount_ > 0 || dueCount_.load(std::memory_order_seq_cst) > 0 || timerPins_.load(std::memory_order_seq_cst) > 0) {
+  if (liveCount_ > 0 || dueCount_.load(std::memory_order_seq_cst) > 0 || life_.pinned()) {
     return;
   }
   if (temporaryThreads_ > 0) return;  // RejectionPolicy::newThreadRuns(): the last one to end terminates it
-  terminating_ = true;
+  life_.beginTerminationLocked();
   if (hooks_.terminated) {
     lock.unlock();
     try {
@@ -91,10 +87,9 @@ void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
     }
     lock.lock();
   }
-  setStateLocked(PoolState::terminated);
-  terminating_ = false;
-  if (terminationWaiters_ != nullptr) resumeTerminationWaitersLocked(lock);
-  terminated_.notify_all();
+  life_.endTerminationLocked();
+  if (life_.waiters != nullptr) resumeTerminationWaitersLocked(lock);
+  life_.terminated.notify_all();
 }
 
 }  // namespace detail
@@ -102,20 +97,20 @@ void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
 void ThreadPoolExecutor::shutdown() {
   detail::PoolImpl& p = *impl_;
   std::unique_lock lock(p.mutex_);
-  if (p.state_ == PoolState::running) p.setStateLocked(PoolState::shutdown);
+  if (p.life_.stateLocked() == PoolState::running) p.life_.advanceLocked(PoolState::shutdown);
   p.waitAdmissionsLocked();  // every lock-free push has landed or will be refused
-  p.inFlight_.waitLeaversLocked();  // every coroutine that finished unlocked is off the in-flight count
+  p.life_.inFlight.waitLeaversLocked();  // every coroutine that finished unlocked is off the in-flight count
   detail::TimerWork timers;
-  if (p.state_ == PoolState::shutdown) p.stopTimersLocked(/*now=*/false, timers, nullptr);
+  if (p.life_.stateLocked() == PoolState::shutdown) p.stopTimersLocked(/*now=*/false, timers, nullptr);
   // The timers it stopped are settled before the pool may terminate: a pin
   // holds it meanwhile (see ScheduledItem).
-  p.timerPins_.fetch_add(1, std::memory_order_seq_cst);
+  p.life_.pin();
   lock.unlock();
   timers.run(p);
   lock.lock();
-  p.timerPins_.fetch_sub(1, std::memory_order_seq_cst);
+  p.life_.unpinLocked();
   detail::PoolImpl::FactoryErrors errors;
-  if (p.workers_.empty() && p.workWaitsLocked() && p.state_ == PoolState::shutdown) {
+  if (p.workers_.empty() && p.workWaitsLocked() && p.life_.stateLocked() == PoolState::shutdown) {
     p.startThreadForWaitingWorkLocked(errors);  // queued work whose thread failed to start: try again to drain it
   }
   p.wakeAllLocked();
@@ -137,9 +132,9 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
   detail::RoomWaiter* refused = nullptr;  // submitWhenRoom()'s producers: RejectedExecution
   {
     std::unique_lock lock(p.mutex_);
-    if (p.state_ == PoolState::running || p.state_ == PoolState::shutdown) p.setStateLocked(PoolState::stop);
+    if (p.life_.stateLocked() == PoolState::running || p.life_.stateLocked() == PoolState::shutdown) p.life_.advanceLocked(PoolState::stop);
     p.waitAdmissionsLocked();  // every lock-free push has landed or will be refused
-    p.inFlight_.waitLeaversLocked();  // every coroutine that finished unlocked is off the in-flight count
+    p.life_.inFlight.waitLeaversLocked();  // every coroutine that finished unlocked is off the in-flight count
     std::vector<PendingTask> queued = p.drainSharedLocked();
     p.releaseQueued(queued.size());
     p.publishSharedWorkLocked();
@@ -147,7 +142,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     // Pending timers are cancelled; one-shot tasks that became due and have
     // not started are returned after the queued ones.
     p.stopTimersLocked(/*now=*/true, timers, &queued);
-    p.timerPins_.fetch_add(1, std::memory_order_seq_cst);  // settled before the pool may terminate
+    p.life_.pin();  // settled before the pool may terminate
     for (PendingTask& task : queued) {
       if (task.isCancelled()) {
         p.outside_.cancelled.fetch_add(1, std::memory_order_relaxed);
@@ -161,7 +156,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
       std::lock_guard local(worker.localMutex);
       if (worker.current) running.push_back(worker.current);
     }
-    p.inFlight_.collect(running);  // coroutine tasks in flight with a token
+    p.life_.inFlight.collect(running);  // coroutine tasks in flight with a token
     p.wakeAllLocked();
     p.roomAvailable_.notify_all();
     refused = p.endRoomWaitsLocked();
@@ -188,8 +183,8 @@ bool ThreadPoolExecutor::awaitTermination(std::chrono::nanoseconds timeout) {
         p.name_));
   }
   std::unique_lock lock(p.mutex_);
-  return p.terminated_.wait_until(lock, detail::deadlineAfter(timeout),
-                                  [&] { return p.state_ == PoolState::terminated; });
+  return p.life_.terminated.wait_until(lock, detail::deadlineAfter(timeout),
+                                  [&] { return p.life_.stateLocked() == PoolState::terminated; });
 }
 
 void ThreadPoolExecutor::close() {
@@ -205,8 +200,8 @@ void ThreadPoolExecutor::close() {
   {
     std::unique_lock lock(p.mutex_);
     // And for the whenTerminated() awaiters still being handed back.
-    p.terminated_.wait(lock, [&] { return p.state_ == PoolState::terminated && p.terminationHolds_ == 0; });
-    assert(p.terminationWaiters_ == nullptr && "coexec: a whenTerminated() awaiter outlived the pool's termination");
+    p.life_.terminated.wait(lock, [&] { return p.life_.closableLocked(); });
+    assert(p.life_.waiters == nullptr && "coexec: a whenTerminated() awaiter outlived the pool's termination");
     threads.swap(p.exited_);
   }
   for (std::thread& t : threads)
@@ -215,17 +210,17 @@ void ThreadPoolExecutor::close() {
 
 bool ThreadPoolExecutor::isShutdown() const {
   std::lock_guard lock(impl_->mutex_);
-  return impl_->state_ != PoolState::running;
+  return impl_->life_.stateLocked() != PoolState::running;
 }
 
 bool ThreadPoolExecutor::isTerminating() const {
   std::lock_guard lock(impl_->mutex_);
-  return impl_->state_ == PoolState::shutdown || impl_->state_ == PoolState::stop;
+  return impl_->life_.stateLocked() == PoolState::shutdown || impl_->life_.stateLocked() == PoolState::stop;
 }
 
 bool ThreadPoolExecutor::isTerminated() const {
   std::lock_guard lock(impl_->mutex_);
-  return impl_->state_ == PoolState::terminated;
+  return impl_->life_.stateLocked() == PoolState::terminated;
 }
 
 bool ThreadPoolExecutor::prestartCoreThread() { return impl_->startWorkers(1, false) == 1; }

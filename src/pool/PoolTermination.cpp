@@ -3,8 +3,8 @@
 // a thread. See detail/TerminationAwaiter.h for the contract.
 //
 // Everything is decided under the pool's mutex_, which guards the list of
-// awaiters (terminationWaiters_, each awaiter's prev_/next_/linked_) and
-// terminationHolds_. Three parties meet there:
+// awaiters (Lifecycle::waiters, each awaiter's prev_/next_/linked_) and
+// the lifecycle's hand-overs. Three parties meet there:
 // - await_suspend (S): under mutex_, if the pool is not TERMINATED, arms
 //   the timer (if any) and links the awaiter; after unlocking it touches
 //   nothing of the awaiter (either party below may have resumed it).
@@ -14,7 +14,7 @@
 //   never run), is T's to resume: T marks it terminated, and after every
 //   awaiter is unlinked releases mutex_ and posts them to their schedulers.
 //   An awaiter whose timer could not be removed is firing: its callback
-//   (F) resumes it, and T takes a hold (terminationHolds_) for F.
+//   (F) resumes it, and T takes a hold (a hand-over, Lifecycle.h) for F.
 // - the timer's callback (F), on the firing thread: takes mutex_. If the
 //   awaiter is still linked, the timeout came first: F unlinks it and
 //   resumes it with false. If not, T unlinked it and left it to F: F drops
@@ -22,7 +22,7 @@
 // So exactly one of T and F resumes each awaiter, once.
 //
 // The pool outlives every use of it here: close() (the destructor) waits,
-// under mutex_, for TERMINATED and terminationHolds_ == 0. T holds one hold
+// under mutex_, for TERMINATED and no hand-over held. T holds one hold
 // while it posts the awaiters with mutex_ released; F, before it takes
 // mutex_, reaches a pool that is alive: either the awaiter is linked (the
 // pool has not terminated: T must unlink it first) or T has unlinked it and
@@ -58,8 +58,8 @@ bool TerminationWait::suspend(std::coroutine_handle<> awaiting) {
   }
   parked_.record(awaiting, task_);  // outside mutex_: it may retain the coroutine's scheduler
   std::unique_lock lock(p.mutex_);
-  if (p.state_ == PoolState::terminated || (timed_ && timeout_ <= std::chrono::nanoseconds::zero())) {
-    terminated_ = p.state_ == PoolState::terminated;
+  if (p.life_.stateLocked() == PoolState::terminated || (timed_ && timeout_ <= std::chrono::nanoseconds::zero())) {
+    terminated_ = p.life_.stateLocked() == PoolState::terminated;
     lock.unlock();
     parked_.forget();
     return false;
@@ -77,9 +77,9 @@ bool TerminationWait::suspend(std::coroutine_handle<> awaiting) {
     timerSlot_ = timer.slot;
     timerGeneration_ = timer.generation;
   }
-  next_ = p.terminationWaiters_;
+  next_ = p.life_.waiters;
   if (next_ != nullptr) next_->prev_ = this;
-  p.terminationWaiters_ = this;
+  p.life_.waiters = this;
   linked_ = true;
   suspended_ = true;
   return true;  // T or F resumes it once mutex_ is released: `this` is not touched again here
@@ -101,14 +101,14 @@ void TerminationWait::onTimeout(void* self) noexcept {
       if (awaiter->prev_ != nullptr) {
         awaiter->prev_->next_ = awaiter->next_;
       } else {
-        p.terminationWaiters_ = awaiter->next_;
+        p.life_.waiters = awaiter->next_;
       }
       if (awaiter->next_ != nullptr) awaiter->next_->prev_ = awaiter->prev_;
       awaiter->linked_ = false;
       awaiter->terminated_ = false;
     } else {  // T unlinked it and left it to us, with a hold
       awaiter->terminated_ = true;
-      if (--p.terminationHolds_ == 0) p.terminated_.notify_all();
+      if (p.life_.endHandOverLocked()) p.life_.terminated.notify_all();
     }
     parked = awaiter->parked_;
   }
@@ -121,7 +121,7 @@ void resumeHandle(void* address) noexcept { resume(std::coroutine_handle<>::from
 
 /// A coroutine with no scheduler (started on a plain thread) has nowhere to
 /// be posted: it is resumed on the process-wide timer thread, due now, and
-/// never on this thread, which holds the pool (terminationHolds_) while it
+/// never on this thread, which holds the pool (a hand-over) while it
 /// resumes the awaiters: that coroutine may destroy the pool, whose close()
 /// waits for the hold. False if the timer service could not take it (out of
 /// memory, no timer thread): the caller resumes it itself. Never throws.
@@ -140,12 +140,12 @@ void PoolImpl::resumeTerminationWaitersLocked(std::unique_lock<std::mutex>& lock
   // Unlinks every awaiter; those T resumes go on a list through next_ (an
   // awaiter stays alive until it is resumed).
   TerminationWait* ours = nullptr;
-  TerminationWait* awaiter = std::exchange(terminationWaiters_, nullptr);
+  TerminationWait* awaiter = std::exchange(life_.waiters, nullptr);
   while (awaiter != nullptr) {
     TerminationWait* const following = awaiter->next_;
     awaiter->linked_ = false;
     if (awaiter->hasTimer_ && !timers_.cancel(TimerId{awaiter->timerSlot_, awaiter->timerGeneration_})) {
-      ++terminationHolds_;  // firing: F resumes it, and drops this hold
+      life_.beginHandOverLocked();  // firing: F resumes it, and drops this hold
     } else {
       awaiter->terminated_ = true;
       awaiter->next_ = ours;
@@ -154,7 +154,7 @@ void PoolImpl::resumeTerminationWaitersLocked(std::unique_lock<std::mutex>& lock
     awaiter = following;
   }
   if (ours == nullptr) return;
-  ++terminationHolds_;  // close() waits until they are posted
+  life_.beginHandOverLocked();  // close() waits until they are posted
   lock.unlock();
   while (ours != nullptr) {
     TerminationWait* const following = ours->next_;
@@ -170,7 +170,7 @@ void PoolImpl::resumeTerminationWaitersLocked(std::unique_lock<std::mutex>& lock
     ours = following;
   }
   lock.lock();
-  --terminationHolds_;  // tryTerminateLocked notifies terminated_ next
+  (void)life_.endHandOverLocked();  // tryTerminateLocked notifies life_.terminated next
 }
 
 }  // namespace detail

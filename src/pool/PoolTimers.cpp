@@ -75,7 +75,7 @@ PoolImpl* ScheduledItem::pinPool() noexcept {
   std::lock_guard guarded(guard);
   // seq_cst: tryTerminateLocked reads the pins under mutex_ after the item
   // left the list (which cleared `pool` under this guard).
-  if (pool != nullptr) pool->timerPins_.fetch_add(1, std::memory_order_seq_cst);
+  if (pool != nullptr) pool->life_.pin();
   return pool;
 }
 
@@ -209,7 +209,7 @@ TimerService* PoolImpl::timerService() noexcept { return &timers_; }
 
 void PoolImpl::addItemLocked(ScheduledItem& item, Clock::time_point deadline, Clock::time_point now,
                              TimerWork& work) {
-  if (state_ != PoolState::running) {
+  if (life_.stateLocked() != PoolState::running) {
     ++rejected_;
     throw RejectedExecution("the pool is shut down and accepts no new scheduled tasks", statsLocked());
   }
@@ -271,7 +271,7 @@ void PoolImpl::fireLocked(ScheduledItem& item, TimerWork& work) {
     auto& oneShot = static_cast<OneShotTimer&>(item);
     Ref<TaskCore> task = std::move(oneShot.task);
     removeItemLocked(item, work.release);
-    if (state_ == PoolState::stop || state_ == PoolState::terminated) {
+    if (life_.stateLocked() == PoolState::stop || life_.stateLocked() == PoolState::terminated) {
       work.cancel.push_back(std::move(task));  // shutdownNow() raced with the firing
     } else if (task->isDone()) {
       work.drop.push_back(std::move(task));  // cancelled while its timer was firing: never admitted
@@ -315,11 +315,11 @@ bool PoolImpl::periodicMustEndLocked(const PeriodicState& state, std::exception_
     how = nullptr;  // cancel(): a normal end
     return true;
   }
-  if (state_ == PoolState::stop || state_ == PoolState::terminated) {
+  if (life_.stateLocked() == PoolState::stop || life_.stateLocked() == PoolState::terminated) {
     how = cancelledByPool(*this, "shutdownNow()");
     return true;
   }
-  if (state_ == PoolState::shutdown && !continuePeriodicAfterShutdown_) {
+  if (life_.stateLocked() == PoolState::shutdown && !continuePeriodicAfterShutdown_) {
     how = cancelledByPool(*this, "shutdown()");
     return true;
   }
@@ -399,7 +399,7 @@ void PoolImpl::finishFiringLocked(std::unique_lock<std::mutex>& lock, TimerWork&
     work.release.clear();
     return;
   }
-  timerPins_.fetch_add(1, std::memory_order_seq_cst);
+  life_.pin();
   lock.unlock();
   work.run(*this);
   lock.lock();
@@ -407,7 +407,7 @@ void PoolImpl::finishFiringLocked(std::unique_lock<std::mutex>& lock, TimerWork&
 }
 
 void PoolImpl::unpinLocked(std::unique_lock<std::mutex>& lock) noexcept {
-  timerPins_.fetch_sub(1, std::memory_order_seq_cst);
+  life_.unpinLocked();
   tryTerminateLocked(lock);
   // The caller releases the lock last: close() frees the pool only after it
   // has taken the lock and seen TERMINATED.

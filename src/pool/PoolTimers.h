@@ -35,7 +35,7 @@ class PoolImpl;
 /// Reaching the pool from an item (a Future's cancel(), a handle's cancel(),
 /// the timer's callback) goes through the pin protocol: under `guard`, read
 /// `pool` (null once the item is no longer live) and, if set, add a pin to
-/// the pool (PoolImpl::timerPins_); the pool does not terminate while a pin
+/// the pool (Lifecycle::pin()); the pool does not terminate while a pin
 /// is held or an item is live, so it stays alive until the pin holder has
 /// taken its lock, done its work and dropped the pin under that lock.
 class ScheduledItem {

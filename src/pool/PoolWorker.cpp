@@ -165,7 +165,7 @@ void PoolImpl::runStarted(Worker& worker, Ref<TaskCore>& task) {
       // In flight from now on, in this worker's own count (see PoolImpl.h).
       poolState(*task).enterFlight(static_cast<std::uint8_t>(worker.number % InFlight::kShards));
       addOwn<std::uint64_t>(counters.coroutinesStarted, 1, std::memory_order_relaxed);
-      if (tracked) inFlight_.track(*task);  // shutdownNow() cancels the tokens of coroutines in flight
+      if (tracked) life_.inFlight.track(*task);  // shutdownNow() cancels the tokens of coroutines in flight
       // Hands over our reference. Counted by coroutineEnding() and let go
       // by coroutineFinished(), maybe before this returns.
       task.detach()->startCoroutine(this);
@@ -240,7 +240,7 @@ std::size_t PoolImpl::inFlightLocked() const noexcept {
     net += worker.counters.coroutinesStarted.load(std::memory_order_acquire);
     net -= worker.counters.coroutinesFinished.load(std::memory_order_acquire);
   }
-  return inFlight_.totalLocked(net);
+  return life_.inFlight.totalLocked(net);
 }
 
 bool PoolImpl::quiescentLocked() const noexcept {
@@ -330,7 +330,7 @@ constexpr auto kSpinWindow = std::chrono::microseconds(20);
 void PoolImpl::spinForWorkLocked(std::unique_lock<std::mutex>& lock) {
   // Synchronous and priority queues keep the plain protocol: a hand-off needs
   // a parked worker on the idle stack, and a priority queue is the slow path.
-  if (!localQueues_ || state_ != PoolState::running) return;
+  if (!localQueues_ || life_.stateLocked() != PoolState::running) return;
   searching_.fetch_add(1, std::memory_order_seq_cst);
   const std::size_t signal = localSignal_.load(std::memory_order_relaxed);
   lock.unlock();
@@ -396,10 +396,10 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
     // after shutdown() (shutdownNow() drains it).
     if (Work work = popDue()) return work;
     const std::size_t inFlight = inFlightLocked();
-    if (state_ == PoolState::stop && inFlight == 0) return exitUnlessYields();
+    if (life_.stateLocked() == PoolState::stop && inFlight == 0) return exitUnlessYields();
     const std::size_t shared = sharedQueuedLocked();
     // (Pending timers do not keep a thread: the one that fires starts one.)
-    if (state_ == PoolState::shutdown && shared == 0 && inFlight == 0 && !anyLocalWorkLocked()) return {};
+    if (life_.stateLocked() == PoolState::shutdown && shared == 0 && inFlight == 0 && !anyLocalWorkLocked()) return {};
     const std::size_t size = workers_.size();
     // Above max (after setMaximumPoolSize): exit, unless we are the last thread
     // and there is queued work.

@@ -96,7 +96,7 @@ bool RoomWaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context)
   bool refused = false;
   try {
     std::lock_guard lock(p.mutex_);
-    if (p.state_ != PoolState::running) {
+    if (p.life_.stateLocked() != PoolState::running) {
       ++p.rejected_;
       refused = true;
     } else {
@@ -244,7 +244,7 @@ void PoolImpl::removeRoomWaiterLocked(RoomWaiter& waiter) noexcept {
 
 void PoolImpl::serveRoomWaitersLocked(RoomWaiter*& ended, FactoryErrors& errors) {
   while (RoomWaiter* head = roomHead_) {
-    if (state_ != PoolState::running) return;  // shutdown()/shutdownNow() end them all
+    if (life_.stateLocked() != PoolState::running) return;  // shutdown()/shutdownNow() end them all
     if (head->task_.isCancelled()) {
       // Cancelled while it waited (its token, or the producer's task): not
       // admitted. The producer learns it from the Future, as from submit()

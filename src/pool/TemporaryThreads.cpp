@@ -42,7 +42,7 @@ bool PoolImpl::runOnTemporaryThread(PendingTask& task, std::size_t maxThreads) {
   std::size_t number = 0;
   {
     std::lock_guard lock(mutex_);
-    if (state_ != PoolState::running || temporaryThreads_ >= maxThreads) return false;
+    if (life_.stateLocked() != PoolState::running || temporaryThreads_ >= maxThreads) return false;
     ++temporaryThreads_;
     ++temporaryThreadRuns_;
     number = ++temporaryThreadsStarted_;

@@ -141,7 +141,7 @@ PoolStats PoolImpl::statsLocked(bool withLatency) const {
   s.cancelledCount = sum(&Counters::cancelled, std::memory_order_acquire);
   s.taskCount = sum(&Counters::tasks, std::memory_order_acquire);
   s.name = name_;
-  s.state = state_;
+  s.state = life_.stateLocked();
   s.corePoolSize = corePoolSize_;
   s.maximumPoolSize = maximumPoolSize_;
   s.poolSize = workers_.size();
