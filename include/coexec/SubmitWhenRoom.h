@@ -31,6 +31,7 @@ class ThreadPoolExecutor;
 namespace detail {
 
 class PoolImpl;
+class Room;
 
 /// A producer waiting for room in a pool: the part of the awaitable that
 /// does not depend on the task's result type (RoomWait.cpp). While it
@@ -70,6 +71,7 @@ class COEXEC_EXPORT RoomWaiter {
 
  private:
   friend class coexec::detail::PoolImpl;
+  friend class coexec::detail::Room;
 
   enum class Outcome : std::uint8_t { waiting, admitted, cancelled, timedOut, shutDown };
   static constexpr std::uint8_t kSuspended = 1;  // suspend() is done arming

@@ -9,7 +9,7 @@
 // - A task is admitted exactly once: it enters a queue, is handed to a
 //   parked worker, or starts a worker, and only then is counted in
 //   taskCount; otherwise it goes to the policy (rejectedCount).
-// - bounded(n): a task holds one of n places (queued_) from before it enters
+// - bounded(n): a task holds one of n places (Room.h) from before it enters
 //   the shared ring, queue_ or a local queue until it leaves it.
 // - After a change of state, shutdown()/shutdownNow() wait out admitting_:
 //   every lock-free push then either landed or saw the new state.
@@ -66,7 +66,7 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   // 2. The queue (for synchronous(): a hand-off to an idle thread).
   if (queueSpec_.kind() == WorkQueue::Kind::synchronous) {
     if (handOffLocked(task)) return true;
-  } else if (reserveQueued() && pushQueuedLocked(task)) {  // a reserved place: cannot fail for bounded(n)
+  } else if (room_.reserve() && pushQueuedLocked(task)) {  // a reserved place: cannot fail for bounded(n)
     publishSharedWorkLocked();
     countersHere().tasks.fetch_add(1, std::memory_order_relaxed);
     // A searching worker will find the task (it rechecks under this lock
@@ -85,7 +85,7 @@ bool PoolImpl::pushQueuedLocked(PendingTask& task) {
   try {
     return pushSharedLocked(task);
   } catch (...) {
-    releaseQueued();  // out of memory growing a queue: the task is still the caller's, its place is given back
+    room_.release();  // out of memory growing a queue: the task is still the caller's, its place is given back
     throw;
   }
 }
@@ -117,7 +117,7 @@ bool PoolImpl::tryInject(PendingTask& task) {
   // before it ended (this thread's own earlier tasks among them), so a
   // push to the ring now would overtake them.
   if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::running &&
-      !purging_.load(std::memory_order_seq_cst) && !overflow_.load(std::memory_order_acquire) && reserveQueued()) {
+      !purging_.load(std::memory_order_seq_cst) && !overflow_.load(std::memory_order_acquire) && room_.reserve()) {
     std::size_t pos = 0;
     if (inject_->tryClaim(pos)) {
       task.core_->owner = this;
@@ -126,7 +126,7 @@ bool PoolImpl::tryInject(PendingTask& task) {
       inject_->publish(pos, task.core_.detach());
       pushed = true;
     } else {
-      releaseQueued();
+      room_.release();
     }
   }
   admitting_.fetch_sub(1, std::memory_order_seq_cst);
@@ -408,7 +408,7 @@ bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds
   bool admitted = false;
   {
     std::unique_lock lock(p.mutex_);
-    p.blockedMirror_.store(++p.blockedProducers_, std::memory_order_seq_cst);
+    p.room_.blockLocked();
     bool waited = false;
     while (true) {
       if (p.tryAdmitLocked(task, errors)) {
@@ -420,18 +420,18 @@ bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds
         break;
       }
       waited = true;
-      if (p.roomAvailable_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      if (p.room_.available.wait_until(lock, deadline) == std::cv_status::timeout) {
         admitted = p.tryAdmitLocked(task, errors);
         if (!admitted) detail::noteRejectReason(task.core_.get(), "the work queue stayed full for the whole block() timeout");
         break;
       }
     }
-    p.blockedMirror_.store(--p.blockedProducers_, std::memory_order_seq_cst);
+    p.room_.unblockLocked();
     // The pool's own block() policy: the refusal was not counted yet (see
     // tryAdmit); a wait that ended in admission is a wait, not a refusal.
     const bool ownBlock = p.policy_.name() == "block";
     if (!admitted && ownBlock) ++p.rejected_;
-    if (admitted && (waited || ownBlock)) ++p.waitedForRoom_;
+    if (admitted && (waited || ownBlock)) ++p.room_.waitedForRoom;
   }
   p.reportFactoryErrors(errors);
   return admitted;
@@ -474,12 +474,12 @@ std::size_t ThreadPoolExecutor::purge() {
       }
     }
     if (p.inject_ && !p.queue_.empty()) p.overflow_.store(true, std::memory_order_release);
-    p.releaseQueued(removed.size());
+    p.room_.release(removed.size());
     p.publishSharedWorkLocked();
     p.outside_.cancelled.fetch_add(removed.size(), std::memory_order_relaxed);
-    if (!removed.empty() && p.blockedProducers_ > 0) p.roomAvailable_.notify_all();
+    if (!removed.empty() && p.room_.blockedLocked() > 0) p.room_.available.notify_all();
   }
-  if (!removed.empty() && p.roomWaitersMirror_.load(std::memory_order_seq_cst) != 0) p.serveRoomWaiters();
+  if (!removed.empty() && p.room_.anyWaiting()) p.serveRoomWaiters();
   return removed.size();  // destroyed here, outside the lock
 }
 

@@ -23,6 +23,7 @@
 #include "scheduler/TaskQueue.h"
 #include "scheduler/TimerService.h"
 #include "pool/Lifecycle.h"
+#include "pool/Room.h"
 #include "pool/PoolTaskState.h"
 #include "pool/PoolWorker.h"
 #include "pool/UncaughtSink.h"
@@ -72,7 +73,7 @@ class SmallList;
 ///   a submission wakes one parked worker only if none is searching.
 ///
 /// The bound of bounded(n) covers the shared and the local queues together
-/// (places reserved in queued_). Priority and synchronous queues keep every
+/// (places reserved in room_). Priority and synchronous queues keep every
 /// task in the locked path; a synchronous() queue hands a task straight to a
 /// parked worker.
 ///
@@ -126,7 +127,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   /// Requires: mutex_ held. Step 2: puts `task` in the shared queue (whose
   /// place, for bounded(n), the caller has reserved).
   bool pushSharedLocked(PendingTask& task);
-  /// pushSharedLocked() for a task that reserved a place (reserveQueued()):
+  /// pushSharedLocked() for a task that reserved a place (Room::reserve()):
   /// gives the place back if it throws (std::bad_alloc; the task is then
   /// left with the caller).
   bool pushQueuedLocked(PendingTask& task);
@@ -243,7 +244,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   OutsideWatch temporaryWatch_{*this, "(temporary thread)"};
 
   alignas(64) mutable std::mutex mutex_;
-  std::condition_variable roomAvailable_;  // block() producers; notified when a worker takes a task
   // Hands life_'s whenTerminated() awaiters back (PoolTermination.cpp).
   void resumeTerminationWaitersLocked(std::unique_lock<std::mutex>& lock);  // Requires: mutex_ held; TERMINATED
 
@@ -273,10 +273,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
 
   std::atomic<std::size_t> coreMirror_{0};     // corePoolSize_, ditto
   const bool localQueues_;                     // the queue kind allows local queues (and inject_)
-  const bool bounded_;                         // bounded(n): places are reserved in queued_
-  std::atomic<std::size_t> blockedMirror_{0};  // blockedProducers_, readable without the lock
-  std::atomic<std::size_t> roomWaitersMirror_{0};  // roomWaiters_, ditto
-  std::atomic<bool> roomSignal_{false};  // room appeared under the lock: serve the waiters once it is released
   // bounded() and unbounded(): the shared FIFO. Submissions from outside the
   // pool push here without the pool's lock, and workers pop without it.
   // queue_ is its overflow: when the ring is full, tasks go to queue_ and
@@ -292,37 +288,13 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   // inject_ (on its own line: only submitters write it). shutdown() and shutdownNow() change the state, then wait for
   // this to drain: afterwards every push either landed or saw the new state.
   alignas(64) std::atomic<std::size_t> admitting_{0};
-  // bounded(n) only: tasks in the shared queue and the local queues together.
-  // A task takes a place (reserveQueued) before it enters either queue and
-  // gives it back when it leaves, so concurrent submissions from outside
-  // and from the pool's threads never exceed the bound together.
-  alignas(64) std::atomic<std::size_t> queued_{0};
+  // The places of a bounded(n) queue and the producers waiting for room
+  // (Room.h states the rules).
+  Room room_;
 
-  /// bounded(n): takes one place, false if all n are taken. Other kinds: true.
-  bool reserveQueued() noexcept {
-    if (!bounded_) return true;
-    const std::size_t capacity = queueSpec_.capacity();
-    // seq_cst load: a block() producer's read of the places after it
-    // announced itself (see leftQueue()).
-    std::size_t n = queued_.load(std::memory_order_seq_cst);
-    while (n < capacity) {
-      if (queued_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) return true;
-    }
-    return false;
-  }
-  /// Gives back `n` places (tasks that left a queue). seq_cst: see leftQueue().
-  void releaseQueued(std::size_t n = 1) noexcept {
-    if (bounded_) queued_.fetch_sub(n, std::memory_order_seq_cst);
-  }
   /// A task left a queue without the pool's lock (`locked`: with it): gives
   /// its place back and wakes the block() producers waiting for room.
   void leftQueue(bool locked) noexcept;
-  /// Requires: mutex_ held. Room may have appeared: wakes the block()
-  /// producers; marks submitWhenRoom()'s to be served after the lock.
-  void roomAppearedLocked() noexcept {
-    if (blockedProducers_ > 0) roomAvailable_.notify_all();
-    if (roomWaiters_ > 0) roomSignal_.store(true, std::memory_order_relaxed);
-  }
   // submitWhenRoom()'s FIFO (RoomWait.cpp). *Locked: mutex_ held. Serving
   // admits from the head while there is room; the waits it ends, and those
   // a shutdown ends (refused, counted), are chained for finishRoomWaits(),
@@ -357,11 +329,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   std::list<Worker> workers_;
   std::vector<std::thread> exited_;   // threads of exited workers, not yet joined
   std::vector<Worker*> idleWorkers_;  // waiting for work, most recent last
-  std::size_t blockedProducers_ = 0;
-  RoomWaiter* roomHead_ = nullptr;  // submitWhenRoom()'s waiting producers, oldest first (RoomWait.cpp)
-  RoomWaiter* roomTail_ = nullptr;
-  std::size_t roomWaiters_ = 0;
-  std::uint64_t waitedForRoom_ = 0;  // PoolStats::waitedForRoomCount
   std::size_t largestPoolSize_ = 0;
   std::size_t threadsCreated_ = 0;
   std::uint64_t discarded_ = 0;

@@ -47,7 +47,7 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
   // seq_cst, then the seq_cst size of inject_: a lock-free submitter pushes
   // and then reads poolSizeMirror_, so one of the two starts a thread.
   poolSizeMirror_.store(workers_.size(), std::memory_order_seq_cst);
-  roomAppearedLocked();  // room for a new thread
+  room_.appearedLocked();  // room for a new thread
   // After shutdown, the others look again: one parked on an in-flight total
   // it read before this worker's last finishes (plain stores, see PoolImpl.h)
   // would otherwise wait for a wake-up that never comes.
@@ -114,7 +114,7 @@ void ThreadPoolExecutor::shutdown() {
     p.startThreadForWaitingWorkLocked(errors);  // queued work whose thread failed to start: try again to drain it
   }
   p.wakeAllLocked();
-  p.roomAvailable_.notify_all();
+  p.room_.available.notify_all();
   detail::RoomWaiter* const refused = p.endRoomWaitsLocked();  // submitWhenRoom()'s producers: RejectedExecution
   p.tryTerminateLocked(lock);
   lock.unlock();
@@ -136,7 +136,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     p.waitAdmissionsLocked();  // every lock-free push has landed or will be refused
     p.life_.inFlight.waitLeaversLocked();  // every coroutine that finished unlocked is off the in-flight count
     std::vector<PendingTask> queued = p.drainSharedLocked();
-    p.releaseQueued(queued.size());
+    p.room_.release(queued.size());
     p.publishSharedWorkLocked();
     p.drainLocalsLocked(queued, joined);  // after the shared queue: it holds the older tasks
     // Pending timers are cancelled; one-shot tasks that became due and have
@@ -158,7 +158,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     }
     p.life_.inFlight.collect(running);  // coroutine tasks in flight with a token
     p.wakeAllLocked();
-    p.roomAvailable_.notify_all();
+    p.room_.available.notify_all();
     refused = p.endRoomWaitsLocked();
     p.tryTerminateLocked(lock);
   }
@@ -246,7 +246,7 @@ void ThreadPoolExecutor::setCorePoolSize(std::size_t corePoolSize) {
     if (p.workers_.size() > corePoolSize) p.wakeAllLocked();  // surplus threads become timed
   }
   if (grow > 0) p.startWorkers(grow, true);
-  if (grow > 0 && p.roomWaitersMirror_.load(std::memory_order_seq_cst) != 0) p.serveRoomWaiters();  // room for a thread
+  if (grow > 0 && p.room_.anyWaiting()) p.serveRoomWaiters();  // room for a thread
 }
 
 void ThreadPoolExecutor::setMaximumPoolSize(std::size_t maximumPoolSize) {
@@ -261,9 +261,9 @@ void ThreadPoolExecutor::setMaximumPoolSize(std::size_t maximumPoolSize) {
     }
     p.maximumPoolSize_ = maximumPoolSize;
     p.wakeAllLocked();
-    if (p.blockedProducers_ > 0) p.roomAvailable_.notify_all();
+    if (p.room_.blockedLocked() > 0) p.room_.available.notify_all();
   }
-  if (p.roomWaitersMirror_.load(std::memory_order_seq_cst) != 0) p.serveRoomWaiters();  // room for more threads
+  if (p.room_.anyWaiting()) p.serveRoomWaiters();  // room for more threads
 }
 
 void ThreadPoolExecutor::setKeepAliveTime(std::chrono::nanoseconds keepAliveTime) {

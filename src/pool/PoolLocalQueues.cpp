@@ -30,9 +30,9 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   // the task must not wait behind its submitter.
   if (poolSizeMirror_.load(std::memory_order_relaxed) < coreMirror_.load(std::memory_order_relaxed)) return false;
   // The capacity of bounded(n) covers the local queues too.
-  if (!reserveQueued()) return false;
+  if (!room_.reserve()) return false;
   if (stateMirror_.load(std::memory_order_seq_cst) != PoolState::running) {
-    releaseQueued();
+    room_.release();
     return false;
   }
   task.core_->owner = this;
@@ -53,7 +53,7 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
     queued = worker->local.push(task.core_.get());  // throws only if its array cannot grow
   } catch (...) {
     addOwn<std::uint64_t>(worker->counters.tasks, -1, std::memory_order_relaxed);
-    releaseQueued();
+    room_.release();
     throw;
   }
   task.core_.detach();  // the queue holds the reference now

@@ -76,14 +76,14 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
       }
     }
     // Room that appeared under the lock, for producers waiting in submitWhenRoom().
-    if (roomSignal_.load(std::memory_order_relaxed)) serveRoomWaiters();
+    if (room_.signalled()) serveRoomWaiters();
     // Counts toward the yields waiting behind the work that was queued.
     if (!work.yield && worker->yieldCount.load(std::memory_order_relaxed) > 0) {
       worker->ranSinceYield.store(worker->ranSinceYield.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
     execute(*worker, std::move(work));
   }
-  if (roomSignal_.load(std::memory_order_relaxed)) serveRoomWaiters();  // this thread's exit made room
+  if (room_.signalled()) serveRoomWaiters();  // this thread's exit made room
   exchangeCurrentScheduler(nullptr);
   leavePoolThread();
   tlsWorkerName = nullptr;
@@ -248,21 +248,19 @@ bool PoolImpl::quiescentLocked() const noexcept {
 }
 
 void PoolImpl::leftQueue(bool locked) noexcept {
-  // seq_cst decrement, then seq_cst read of blockedMirror_: a block()
-  // producer stores blockedMirror_ and then reads queued_ (reserveQueued),
-  // both seq_cst, so either it sees the place or we see it waiting.
-  // submitWhenRoom()'s producers likewise (roomWaitersMirror_).
-  releaseQueued();
-  const bool blocked = blockedMirror_.load(std::memory_order_seq_cst) != 0;
-  const bool waiting = roomWaitersMirror_.load(std::memory_order_seq_cst) != 0;
+  // The place back, then the waiters read: either a waiting producer sees
+  // the place, or we see it (Room.h).
+  room_.release();
+  const bool blocked = room_.anyBlocked();
+  const bool waiting = room_.anyWaiting();
   if (!blocked && !waiting) return;
   if (locked) {
-    roomAppearedLocked();
+    room_.appearedLocked();
     return;
   }
   if (blocked) {
     std::lock_guard lock(mutex_);  // a producer between its check and its wait holds the lock
-    roomAvailable_.notify_all();
+    room_.available.notify_all();
   }
   if (waiting) serveRoomWaiters();
 }
@@ -412,11 +410,11 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
       continue;
     }
     if (PendingTask next = queue_.poll(); next.valid()) {
-      releaseQueued();
+      room_.release();
       if (inject_) refillLocked();  // the ring is empty: the overflow's oldest go back to it
       publishSharedWorkLocked();
       wakeHelperLocked();
-      roomAppearedLocked();
+      room_.appearedLocked();
       return Work{std::move(next.core_), {}, false};
     }
     if (Work stolen = stealLocked(worker)) return stolen;
@@ -449,8 +447,8 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
       idleCount_.store(idleWorkers_.size(), std::memory_order_relaxed);
       continue;
     }
-    if (blockedProducers_ > 0) roomAvailable_.notify_all();  // an idle thread is room for a hand-off
-    if (roomWaiters_ > 0) {  // so for submitWhenRoom(): serve without the lock (we stay on the idle stack)
+    if (room_.blockedLocked() > 0) room_.available.notify_all();  // an idle thread is room for a hand-off
+    if (room_.waitersLocked() > 0) {  // so for submitWhenRoom(): serve without the lock (we stay on the idle stack)
       lock.unlock();
       serveRoomWaiters();
       lock.lock();

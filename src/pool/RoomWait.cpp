@@ -11,10 +11,10 @@
 // head, so a producer whose room a plain submit() took keeps its place, and
 // nobody is woken for nothing. Room that appears without the lock (a worker
 // popping the lock-free ring) serves at once, taking the lock, only while
-// producers wait (roomWaitersMirror_, read after the place is given back:
+// producers wait (Room::anyWaiting(), read after the place is given back:
 // seq_cst on both sides, as for block()); room that appears under the lock
-// inside a worker's search sets roomSignal_, and the worker serves once it
-// has released the lock.
+// inside a worker's search sets the room's signal, and the worker serves
+// once it has released the lock.
 //
 // Ending a wait: exactly one party removes the node from the FIFO, under the
 // lock, and sets its outcome: the pool serving it (admitted), shutdown()/
@@ -85,7 +85,7 @@ bool RoomWaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context)
     return false;
   }
   // Room now, and nobody waiting before us: submit()'s own path.
-  if (p.roomWaitersMirror_.load(std::memory_order_seq_cst) == 0 && pool.tryAdmit(task_)) {
+  if (!p.room_.anyWaiting() && pool.tryAdmit(task_)) {
     outcome_ = Outcome::admitted;
     return false;
   }
@@ -219,23 +219,10 @@ void RoomWaiter::resumed() {
 
 // ---- the pool's side ----------------------------------------------------------
 
-void PoolImpl::appendRoomWaiterLocked(RoomWaiter& waiter) noexcept {
-  waiter.prev_ = roomTail_;
-  waiter.next_ = nullptr;
-  (roomTail_ != nullptr ? roomTail_->next_ : roomHead_) = &waiter;
-  roomTail_ = &waiter;
-  waiter.queued_ = true;
-  // seq_cst, before the serve that follows reads the places: pairs with
-  // leftQueue(), which gives a place back and then reads this.
-  roomWaitersMirror_.store(++roomWaiters_, std::memory_order_seq_cst);
-}
+void PoolImpl::appendRoomWaiterLocked(RoomWaiter& waiter) noexcept { room_.appendLocked(waiter); }
 
 void PoolImpl::removeRoomWaiterLocked(RoomWaiter& waiter) noexcept {
-  (waiter.prev_ != nullptr ? waiter.prev_->next_ : roomHead_) = waiter.next_;
-  (waiter.next_ != nullptr ? waiter.next_->prev_ : roomTail_) = waiter.prev_;
-  waiter.prev_ = waiter.next_ = nullptr;
-  waiter.queued_ = false;
-  roomWaitersMirror_.store(--roomWaiters_, std::memory_order_relaxed);
+  room_.removeLocked(waiter);
   if (waiter.timerGeneration_ != 0) {
     (void)timers_.cancel(TimerId{waiter.timerSlot_, waiter.timerGeneration_});  // firing: it finds nothing
     waiter.timerGeneration_ = 0;
@@ -243,7 +230,7 @@ void PoolImpl::removeRoomWaiterLocked(RoomWaiter& waiter) noexcept {
 }
 
 void PoolImpl::serveRoomWaitersLocked(RoomWaiter*& ended, FactoryErrors& errors) {
-  while (RoomWaiter* head = roomHead_) {
+  while (RoomWaiter* head = room_.headLocked()) {
     if (life_.stateLocked() != PoolState::running) return;  // shutdown()/shutdownNow() end them all
     if (head->task_.isCancelled()) {
       // Cancelled while it waited (its token, or the producer's task): not
@@ -261,7 +248,7 @@ void PoolImpl::serveRoomWaitersLocked(RoomWaiter*& ended, FactoryErrors& errors)
     } else if (tryAdmitLocked(head->task_, errors)) {
       removeRoomWaiterLocked(*head);
       head->outcome_ = RoomWaiter::Outcome::admitted;
-      ++waitedForRoom_;
+      ++room_.waitedForRoom;
     } else {
       return;  // no room for the head: everyone waits on
     }
@@ -271,7 +258,7 @@ void PoolImpl::serveRoomWaitersLocked(RoomWaiter*& ended, FactoryErrors& errors)
 }
 
 void PoolImpl::serveRoomWaiters() noexcept {
-  roomSignal_.store(false, std::memory_order_relaxed);
+  room_.clearSignal();
   RoomWaiter* ended = nullptr;
   FactoryErrors errors;
   {
@@ -290,7 +277,7 @@ void PoolImpl::serveRoomWaiters() noexcept {
 
 RoomWaiter* PoolImpl::endRoomWaitsLocked() noexcept {
   RoomWaiter* ended = nullptr;
-  while (RoomWaiter* head = roomHead_) {
+  while (RoomWaiter* head = room_.headLocked()) {
     removeRoomWaiterLocked(*head);
     head->outcome_ = RoomWaiter::Outcome::shutDown;
     ++rejected_;
@@ -330,7 +317,7 @@ void PoolImpl::onRoomTimeout(void* context) noexcept {
   {
     std::lock_guard lock(p.mutex_);
     const Clock::time_point now = p.clock_.now();
-    for (RoomWaiter* waiter = p.roomHead_; waiter != nullptr;) {
+    for (RoomWaiter* waiter = p.room_.headLocked(); waiter != nullptr;) {
       RoomWaiter* const next = waiter->next_;
       if (waiter->timed_ && waiter->deadline_ <= now) {
         waiter->timerGeneration_ = 0;  // this timer, or one that will find nothing

@@ -99,8 +99,8 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
           new UncaughtSink(name_, std::move(options.uncaughtExceptionHandler), options.reportUnobservedFailures))),
       localQueues_(options.workQueue.kind() == WorkQueue::Kind::bounded ||
                    options.workQueue.kind() == WorkQueue::Kind::unbounded),
-      bounded_(options.workQueue.kind() == WorkQueue::Kind::bounded),
       inject_(localQueues_ ? std::make_unique<MpmcRing<TaskCore*>>(injectCapacity(options.workQueue)) : nullptr),
+      room_(options.workQueue.kind() == WorkQueue::Kind::bounded, options.workQueue.capacity()),
       corePoolSize_(options.corePoolSize),
       maximumPoolSize_(*options.maximumPoolSize),  // set by validated()
       keepAliveTime_(options.keepAliveTime),
@@ -158,8 +158,8 @@ PoolStats PoolImpl::statsLocked(bool withLatency) const {
     s.localQueueSize += worker.local.sizeAtOneInstant();
   s.queueCapacity = queueSpec_.capacity();
   s.rejectedCount = rejected_;
-  s.waitedForRoomCount = waitedForRoom_;
-  s.waitingProducers = roomWaiters_ + blockedProducers_;
+  s.waitedForRoomCount = room_.waitedForRoom;
+  s.waitingProducers = room_.waitersLocked() + room_.blockedLocked();
   s.discardedCount = discarded_;
   s.drainedCount = drained_;
   s.scheduledCount = armedCount_;
