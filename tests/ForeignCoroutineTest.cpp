@@ -44,9 +44,9 @@ namespace {
 
 /// A coroutine type of the user's own: starts at once, never suspends at its
 /// end (its frame frees itself), knows nothing of coexec.
-struct Detached {
+struct DetachedTask {
   struct promise_type {
-    Detached get_return_object() noexcept { return {}; }
+    DetachedTask get_return_object() noexcept { return {}; }
     std::suspend_never initial_suspend() noexcept { return {}; }
     std::suspend_never final_suspend() noexcept { return {}; }
     void return_void() noexcept {}
@@ -54,7 +54,7 @@ struct Detached {
   };
 };
 
-ThreadPoolOptions poolOf(const char* name, std::size_t threads, coexec::Clock* clock = nullptr) {
+ThreadPoolOptions foreignPool(const char* name, std::size_t threads, coexec::Clock* clock = nullptr) {
   ThreadPoolOptions options;
   options.name = name;
   options.corePoolSize = threads;
@@ -70,25 +70,25 @@ struct Outcome {
   std::atomic<bool> done{false};
 };
 
-Detached awaitFuture(Future<int>& future, Outcome& out) {
+DetachedTask awaitFuture(Future<int>& future, Outcome& out) {
   out.value = co_await future;
   out.done = true;
 }
 
-Detached awaitWhenAll(Future<int>& future, Outcome& out) {
+DetachedTask awaitWhenAll(Future<int>& future, Outcome& out) {
   auto all = coexec::whenAll(future);
   auto [value] = co_await all;
   out.value = value;
   out.done = true;
 }
 
-Detached awaitWithTimeout(Future<int>& future, Outcome& out) {
+DetachedTask awaitWithTimeout(Future<int>& future, Outcome& out) {
   auto timed = coexec::withTimeout(future, 1h);
   out.value = co_await timed;
   out.done = true;
 }
 
-Detached awaitAsCompleted(std::vector<Future<int>>& futures, Outcome& out) {
+DetachedTask awaitAsCompleted(std::vector<Future<int>>& futures, Outcome& out) {
   auto completions = coexec::asCompleted(std::move(futures));
   auto next = completions.next();
   std::optional<Future<int>> settled = co_await next;
@@ -96,7 +96,7 @@ Detached awaitAsCompleted(std::vector<Future<int>>& futures, Outcome& out) {
   out.done = true;
 }
 
-Detached sleepThenReport(Outcome& out) {
+DetachedTask sleepThenReport(Outcome& out) {
   auto nap = coexec::sleepFor(1h);
   co_await nap;
   out.value = 1;
@@ -116,7 +116,7 @@ TEST_CASE("a foreign coroutine started by a pool task and suspended on another p
   const auto form = GENERATE(as<std::string>{}, "Future", "whenAll", "withTimeout", "asCompleted");
   const bool fromCoroutineTask = GENERATE(false, true);
   INFO(form << (fromCoroutineTask ? ", started by a coroutine task" : ", started by a callable task"));
-  ThreadPoolExecutor other(poolOf("other", 1));
+  ThreadPoolExecutor other(foreignPool("other", 1));
   Gate release;
   std::vector<Future<int>> futures;
   futures.push_back(other.submit([&release] {
@@ -124,7 +124,7 @@ TEST_CASE("a foreign coroutine started by a pool task and suspended on another p
     return 42;
   }));
   Outcome out;
-  auto pool = std::make_unique<ThreadPoolExecutor>(poolOf("home", 1));
+  auto pool = std::make_unique<ThreadPoolExecutor>(foreignPool("home", 1));
   // The pool task starts the coroutine, which suspends; the task returns.
   const auto start = [&] {
     if (form == "Future") awaitFuture(futures[0], out);
@@ -158,7 +158,7 @@ TEST_CASE("a foreign coroutine sleeping on a pool's clock holds the pool until t
           "[coroutine][foreign][lifetime][sleep]") {
   ManualClock clock(coexec::steadyClock().now());
   Outcome out;
-  auto pool = std::make_unique<ThreadPoolExecutor>(poolOf("sleeper", 1, &clock));
+  auto pool = std::make_unique<ThreadPoolExecutor>(foreignPool("sleeper", 1, &clock));
   pool->submit([&out]() -> coexec::Task<void> {
         sleepThenReport(out);
         co_return;
@@ -175,11 +175,11 @@ TEST_CASE("a foreign coroutine sleeping on a pool's clock holds the pool until t
 
 TEST_CASE("a foreign coroutine of no scheduler that awaits whenTerminated and then destroys the pool does not deadlock",
           "[coroutine][foreign][lifetime][termination]") {
-  auto pool = std::make_unique<ThreadPoolExecutor>(poolOf("ending", 1));
+  auto pool = std::make_unique<ThreadPoolExecutor>(foreignPool("ending", 1));
   Gate destroyed;
   std::atomic<bool> terminated{false};
   // Started on this thread (no scheduler): it suspends in whenTerminated().
-  [](std::unique_ptr<ThreadPoolExecutor>& owned, std::atomic<bool>& sawTermination, Gate& done) -> Detached {
+  [](std::unique_ptr<ThreadPoolExecutor>& owned, std::atomic<bool>& sawTermination, Gate& done) -> DetachedTask {
     auto wait = owned->whenTerminated();
     co_await wait;
     sawTermination = owned->isTerminated();

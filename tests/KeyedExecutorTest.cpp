@@ -36,7 +36,7 @@ using coexec::test::throwsA;
 
 namespace {
 
-ThreadPoolOptions poolOf(std::size_t threads) {
+ThreadPoolOptions keyedPool(std::size_t threads) {
   ThreadPoolOptions options;
   options.name = "keyed-pool";
   options.corePoolSize = threads;
@@ -73,7 +73,7 @@ struct KeyLedger {
 
 TEST_CASE("tasks of one key run in submission order and never overlap, across many keys and tasks",
           "[lanes][keyed][stress]") {
-  ThreadPoolExecutor pool(poolOf(4));
+  ThreadPoolExecutor pool(keyedPool(4));
   KeyedExecutor keyed(pool, 16);  // fewer lanes than keys: keys share lanes, and keep their order
   KeyLedger ledger;
   const auto total = static_cast<std::int64_t>(stressSize(100'000, 1));
@@ -105,7 +105,7 @@ TEST_CASE("tasks of one key run in submission order and never overlap, across ma
 
 TEST_CASE("a slow key blocks only its own lane: other lanes run meanwhile", "[lanes][keyed]") {
   Gate gate;
-  ThreadPoolExecutor pool(poolOf(2));
+  ThreadPoolExecutor pool(keyedPool(2));
   OpenOnExit opener(gate);
   KeyedExecutor keyed(pool, 8);
   const std::string slow = "slow-account";
@@ -134,7 +134,7 @@ TEST_CASE("a slow key blocks only its own lane: other lanes run meanwhile", "[la
 }
 
 TEST_CASE("a key always goes to the same lane, and keys spread over the lanes", "[lanes][keyed]") {
-  ThreadPoolExecutor pool(poolOf(1));
+  ThreadPoolExecutor pool(keyedPool(1));
   KeyedExecutor keyed(pool, 64);
   CHECK(keyed.laneCount() == 64);
   CHECK(&keyed.pool() == &pool);
@@ -160,7 +160,7 @@ TEST_CASE("a key always goes to the same lane, and keys spread over the lanes", 
 
 TEST_CASE("a keyed task's Future carries its value or exception, coroutine tasks keep their key's order",
           "[lanes][keyed][future]") {
-  ThreadPoolExecutor pool(poolOf(2));
+  ThreadPoolExecutor pool(keyedPool(2));
   KeyedExecutor keyed(pool, 4);
   std::vector<int> seen;  // touched only by key 1's tasks, one at a time
   Future<int> a = keyed.submit(1, [&]() -> Task<int> {
@@ -180,7 +180,7 @@ TEST_CASE("a keyed task's Future carries its value or exception, coroutine tasks
 }
 
 TEST_CASE("a KeyedExecutor with 0 lanes is refused with std::invalid_argument", "[lanes][keyed][config]") {
-  ThreadPoolExecutor pool(poolOf(1));
+  ThreadPoolExecutor pool(keyedPool(1));
   CHECK_THROWS_AS(KeyedExecutor(pool, 0), std::invalid_argument);
   CHECK_THROWS_WITH(KeyedExecutor(pool, 0), Catch::Contains("lanes is 0"));
 }
@@ -189,7 +189,7 @@ TEST_CASE("a KeyedExecutor with 0 lanes is refused with std::invalid_argument", 
 
 TEST_CASE("a keyed submit of an empty callable throws what SerialExecutor::submit throws, and the lane goes on",
           "[lanes][keyed][bad-input]") {
-  ThreadPoolExecutor pool(poolOf(1));
+  ThreadPoolExecutor pool(keyedPool(1));
   KeyedExecutor keyed(pool, 4);
   const std::function<int()> empty;
   CHECK_THROWS_AS((void)keyed.submit(7, empty), std::invalid_argument);
@@ -201,7 +201,7 @@ TEST_CASE("a keyed submit of an empty callable throws what SerialExecutor::submi
 
 TEST_CASE("a keyed submit after the pool's shutdown never throws RejectedExecution: its Future reports it",
           "[lanes][keyed][shutdown][bad-input]") {
-  ThreadPoolExecutor pool(poolOf(1));
+  ThreadPoolExecutor pool(keyedPool(1));
   KeyedExecutor keyed(pool, 4);
   pool.shutdown();
   std::atomic<bool> ran{false};

@@ -43,7 +43,7 @@ static_assert(std::is_nothrow_move_assignable_v<PendingTask>);
 
 namespace {
 
-struct TaskError {
+struct CodedError {
   int code;
 };
 
@@ -105,25 +105,25 @@ TEST_CASE("run executes the task on the calling thread and settles its Future", 
 TEST_CASE("run rethrows an execute task's exception and leaves a submit task's in its Future",
           "[pending][exceptions]") {
   Catcher catcher;
-  catcher.pool().execute([] { throw TaskError{3}; });
+  catcher.pool().execute([] { throw CodedError{3}; });
   PendingTask executed = catcher.take();
   CHECK_FALSE(executed.hasFuture());
   try {
     executed.run();
     FAIL("run() of a throwing execute() task returned normally");
-  } catch (const TaskError& e) {
+  } catch (const CodedError& e) {
     CHECK(e.code == 3);
   }
   CHECK_FALSE(executed.valid());
 
-  auto future = catcher.pool().submit([]() -> int { throw TaskError{4}; });
+  auto future = catcher.pool().submit([]() -> int { throw CodedError{4}; });
   PendingTask submitted = catcher.take();
   CHECK(submitted.hasFuture());
   CHECK_NOTHROW(submitted.run());
   try {
     (void)future.get();
     FAIL("the Future of a throwing task returned a value");
-  } catch (const TaskError& e) {
+  } catch (const CodedError& e) {
     CHECK(e.code == 4);
   }
 }
@@ -217,7 +217,7 @@ TEST_CASE("running a task shutdownNow returned calls no hook and changes no pool
   });
   REQUIRE(started.waitFor(1));
   auto ok = pool.submit([] { return 1; });
-  auto failing = pool.submit([]() -> int { throw TaskError{1}; });
+  auto failing = pool.submit([]() -> int { throw CodedError{1}; });
   std::vector<PendingTask> drained = pool.shutdownNow();
   REQUIRE(drained.size() == 2u);
   gate.open();
@@ -227,7 +227,7 @@ TEST_CASE("running a task shutdownNow returned calls no hook and changes no pool
   for (auto& task : drained)
     task.run();
   CHECK(ok.get() == 1);
-  CHECK_THROWS_AS(failing.get(), TaskError);
+  CHECK_THROWS_AS(failing.get(), CodedError);
   const PoolStats after = pool.stats();
   CHECK(beforeCalls == 1);  // the blocker only
   CHECK(afterCalls == 1);

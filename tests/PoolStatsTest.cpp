@@ -49,7 +49,7 @@ using coexec::test::StopOnExit;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool mentions(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -90,19 +90,19 @@ TEST_CASE("the formatted stats of a live pool name the pool and its state", "[st
 
   const std::string running = fmt::format("{}", pool.stats());
   INFO(running);
-  CHECK(contains(running, "'stats-pool'"));
-  CHECK(contains(running, "RUNNING"));
-  CHECK(contains(running, "core 2"));
-  CHECK(contains(running, "max 3"));
-  CHECK(contains(running, "/5"));
+  CHECK(mentions(running, "'stats-pool'"));
+  CHECK(mentions(running, "RUNNING"));
+  CHECK(mentions(running, "core 2"));
+  CHECK(mentions(running, "max 3"));
+  CHECK(mentions(running, "/5"));
   CHECK(running.find('\n') == std::string::npos);
 
   pool.close();
   const std::string terminated = fmt::format("{}", pool.stats());
   INFO(terminated);
-  CHECK(contains(terminated, "'stats-pool'"));
-  CHECK(contains(terminated, "TERMINATED"));
-  CHECK(contains(terminated, "completed 1"));
+  CHECK(mentions(terminated, "'stats-pool'"));
+  CHECK(mentions(terminated, "TERMINATED"));
+  CHECK(mentions(terminated, "completed 1"));
 }
 
 TEST_CASE("toString names every pool state", "[stats][format]") {

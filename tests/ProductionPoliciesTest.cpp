@@ -72,7 +72,7 @@ ThreadPoolOptions smallPool(std::string name, RejectionPolicy policy) {
   return options;
 }
 
-std::string currentThreadName() {
+std::string workerName() {
   char name[32] = {};
   pthread_getname_np(pthread_self(), name, sizeof name);
   return name;
@@ -198,7 +198,7 @@ TEST_CASE("newThreadRuns runs rejected tasks on named temporary threads up to it
     extra.push_back(pool.submit([&] {
       started.arrive();
       gate.wait();
-      return currentThreadName();
+      return workerName();
     }));
   }
   REQUIRE(started.waitFor(3));  // both temporary threads run their task

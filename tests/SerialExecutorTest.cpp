@@ -49,7 +49,7 @@ using coexec::test::throwsA;
 
 namespace {
 
-ThreadPoolOptions poolOf(std::size_t threads, WorkQueue queue = WorkQueue::bounded(1024)) {
+ThreadPoolOptions serialPool(std::size_t threads, WorkQueue queue = WorkQueue::bounded(1024)) {
   ThreadPoolOptions options;
   options.name = "lane-pool";
   options.corePoolSize = threads;
@@ -87,7 +87,7 @@ std::vector<int> iota(int n) {
 }  // namespace
 
 TEST_CASE("a lane runs its tasks one at a time in submission order on a pool of several threads", "[lanes][order]") {
-  ThreadPoolExecutor pool(poolOf(4));
+  ThreadPoolExecutor pool(serialPool(4));
   OrderLog log;
   const int n = static_cast<int>(stressSize(20'000, 10));
   std::vector<Future<int>> futures;
@@ -109,7 +109,7 @@ TEST_CASE("a lane runs its tasks one at a time in submission order on a pool of 
 
 TEST_CASE("a lane task's Future carries its value or its exception, and the lane goes on after a failure",
           "[lanes][future]") {
-  ThreadPoolExecutor pool(poolOf(2));
+  ThreadPoolExecutor pool(serialPool(2));
   SerialExecutor lane(pool);
   Future<std::string> text = lane.submit([] { return std::string("lane"); });
   Future<int> failing = lane.submit([]() -> int { throw std::runtime_error("boom"); });
@@ -123,8 +123,8 @@ TEST_CASE("a lane task's Future carries its value or its exception, and the lane
 
 TEST_CASE("a coroutine task holds its lane until it finishes, across its suspensions", "[lanes][coroutine]") {
   Gate gate;
-  ThreadPoolExecutor pool(poolOf(4));
-  ThreadPoolExecutor other(poolOf(1));
+  ThreadPoolExecutor pool(serialPool(4));
+  ThreadPoolExecutor other(serialPool(1));
   OpenOnExit opener(gate);
   SerialExecutor lane(pool);
   std::atomic<bool> firstFinished{false};
@@ -156,7 +156,7 @@ TEST_CASE("resumeOn(lane) continues the coroutine in order with the lane's tasks
           "[lanes][resumeOn]") {
   Gate gate;
   ThreadPoolExecutor pool(coexec::test::taggedPool("lanes", 2, 2, WorkQueue::bounded(64)));
-  ThreadPoolExecutor outside(poolOf(1));
+  ThreadPoolExecutor outside(serialPool(1));
   OpenOnExit opener(gate);
   SerialExecutor lane(pool);
   std::mutex mutex;
@@ -189,7 +189,7 @@ TEST_CASE("resumeOn(lane) continues the coroutine in order with the lane's tasks
 }
 
 TEST_CASE("resumeOn(lane) from the lane's own coroutine task does not suspend", "[lanes][resumeOn]") {
-  ThreadPoolExecutor pool(poolOf(2));
+  ThreadPoolExecutor pool(serialPool(2));
   SerialExecutor lane(pool);
   Future<int> task = lane.submit([&]() -> Task<int> {
     co_await resumeOn(lane);  // holds the lane already: waiting for a turn would wait for itself
@@ -201,7 +201,7 @@ TEST_CASE("resumeOn(lane) from the lane's own coroutine task does not suspend", 
 
 TEST_CASE("a task cancelled while it waits in the lane never runs, and the lane goes on", "[lanes][cancel]") {
   Gate gate;
-  ThreadPoolExecutor pool(poolOf(2));
+  ThreadPoolExecutor pool(serialPool(2));
   OpenOnExit opener(gate);
   SerialExecutor lane(pool);
   Counter started;
@@ -237,7 +237,7 @@ TEST_CASE("a task cancelled while it waits in the lane never runs, and the lane 
 }
 
 TEST_CASE("cancelling a running lane task cancels its token and the lane waits for it to return", "[lanes][cancel]") {
-  ThreadPoolExecutor pool(poolOf(2));
+  ThreadPoolExecutor pool(serialPool(2));
   SerialExecutor lane(pool);
   Counter started;
   std::atomic<bool> returned{false};
@@ -259,7 +259,7 @@ TEST_CASE("cancelling a running lane task cancels its token and the lane waits f
 TEST_CASE("a lane task the saturated pool refuses fails with RejectedExecution and the lane goes on",
           "[lanes][rejection]") {
   Gate gate;
-  ThreadPoolExecutor pool(poolOf(1, WorkQueue::bounded(1)));
+  ThreadPoolExecutor pool(serialPool(1, WorkQueue::bounded(1)));
   OpenOnExit opener(gate);
   Counter started;
   coexec::test::executeBlocked(pool, 1, started, gate);  // the one thread
@@ -298,7 +298,7 @@ TEST_CASE("a lane task the saturated pool refuses fails with RejectedExecution a
 TEST_CASE("lane tasks waiting when the pool shuts down fail with RejectedExecution and the destructor returns",
           "[lanes][rejection][shutdown]") {
   Gate gate;
-  ThreadPoolExecutor pool(poolOf(2));
+  ThreadPoolExecutor pool(serialPool(2));
   OpenOnExit opener(gate);
   Counter started;
   std::atomic<int> ran{0};
@@ -327,7 +327,7 @@ TEST_CASE("lane tasks waiting when the pool shuts down fail with RejectedExecuti
 
 TEST_CASE("an execute()d lane task's failure goes to the pool's uncaught-exception handler once", "[lanes][execute]") {
   std::atomic<int> reported{0};
-  ThreadPoolOptions options = poolOf(2);
+  ThreadPoolOptions options = serialPool(2);
   options.uncaughtExceptionHandler = [&](std::exception_ptr error, const coexec::TaskInfo&) {
     if (coexec::test::holdsA<std::runtime_error>(error)) ++reported;
   };
@@ -344,7 +344,7 @@ TEST_CASE("an execute()d lane task's failure goes to the pool's uncaught-excepti
 }
 
 TEST_CASE("the destructor of a SerialExecutor blocks until its queued tasks have run", "[lanes][lifetime]") {
-  ThreadPoolExecutor pool(poolOf(2));
+  ThreadPoolExecutor pool(serialPool(2));
   std::atomic<int> ran{0};
   {
     SerialExecutor lane(pool);
@@ -355,7 +355,7 @@ TEST_CASE("the destructor of a SerialExecutor blocks until its queued tasks have
 }
 
 TEST_CASE("work a lane task submits is its child: cancelling the task cancels it", "[lanes][cancel]") {
-  ThreadPoolExecutor pool(poolOf(2));
+  ThreadPoolExecutor pool(serialPool(2));
   SerialExecutor lane(pool);
   Counter childStarted;
   Future<void> parent = lane.submit([&]() -> Task<void> {
@@ -381,7 +381,7 @@ TEST_CASE(
     "submit and execute of an empty callable or Task throw invalid_argument naming SerialExecutor, not "
     "ThreadPoolExecutor::SerialExecutor",
     "[lanes][bad-input]") {
-  ThreadPoolExecutor pool(poolOf(1));
+  ThreadPoolExecutor pool(serialPool(1));
   SerialExecutor lane(pool);
   const std::function<int()> empty;
   const std::string callable = ": the task is empty (an empty std::function or a null pointer)";
@@ -402,7 +402,7 @@ TEST_CASE(
 
 TEST_CASE("resumeOn(lane) of a shut-down pool throws RejectedExecution from the co_await, on the calling thread",
           "[lanes][resumeOn][shutdown][bad-input]") {
-  ThreadPoolExecutor pool(poolOf(1));
+  ThreadPoolExecutor pool(serialPool(1));
   SerialExecutor lane(pool);
   pool.shutdown();
   const std::thread::id caller = std::this_thread::get_id();
@@ -421,7 +421,7 @@ TEST_CASE("resumeOn(lane) of a shut-down pool throws RejectedExecution from the 
 TEST_CASE("a SerialExecutor destroyed by its own running task returns at once, and the tasks queued behind it still run "
           "in order",
           "[lanes][lifetime]") {
-  ThreadPoolExecutor pool(poolOf(2));
+  ThreadPoolExecutor pool(serialPool(2));
   auto lane = std::make_unique<SerialExecutor>(pool);
   Gate go;
   std::vector<int> order;
@@ -450,7 +450,7 @@ TEST_CASE("a SerialExecutor destroyed by its own running task returns at once, a
 
 TEST_CASE("a coroutine that hopped onto a lane and leaves the lane's scope destroys it and goes on",
           "[lanes][lifetime][coroutine]") {
-  ThreadPoolExecutor pool(poolOf(2));
+  ThreadPoolExecutor pool(serialPool(2));
   auto scoped = [](ThreadPoolExecutor& on) -> Task<int> {
     int steps = 0;
     {
@@ -473,7 +473,7 @@ TEST_CASE("an execute()d lane task refused by a shut-down pool goes to the uncau
           "[lanes][execute][shutdown][bad-input]") {
   std::atomic<int> refusals{0};
   std::string message;
-  ThreadPoolOptions options = poolOf(1);
+  ThreadPoolOptions options = serialPool(1);
   options.uncaughtExceptionHandler = [&](std::exception_ptr error, const coexec::TaskInfo&) {
     try {
       std::rethrow_exception(error);
@@ -517,7 +517,7 @@ TEST_CASE("a lane task whose beforeExecute hook throws after its Future was canc
   std::atomic<int> otherReports{0};
   Gate gate;
   Counter started;
-  ThreadPoolOptions options = poolOf(1);
+  ThreadPoolOptions options = serialPool(1);
   options.hooks.beforeExecute = [&victim](const coexec::TaskInfo&) {
     Future<int>* future = victim.exchange(nullptr);
     if (future == nullptr) return;  // the blocker
@@ -575,7 +575,7 @@ TEST_CASE("lane tasks cancelled while their beforeExecute hook fails: each failu
   // queue until the worker skips it (as ThreadPoolExecutor.h documents). A
   // worker descheduled on a loaded machine let 1,024 cancelled tasks fill a
   // bounded queue and refuse the next round's submission.
-  ThreadPoolOptions options = poolOf(1, WorkQueue::unbounded());
+  ThreadPoolOptions options = serialPool(1, WorkQueue::unbounded());
   options.hooks.beforeExecute = [&hookFailures](const coexec::TaskInfo&) {
     ++hookFailures;
     throw HookError();

@@ -56,14 +56,14 @@ std::string idOrDash() {
   return id != nullptr ? *id : std::string("-");
 }
 
-ThreadPoolOptions poolOf(const char* name, std::size_t threads) {
+ThreadPoolOptions localsPool(const char* name, std::size_t threads) {
   return taggedPool(name, threads, threads, WorkQueue::bounded(4096));
 }
 
 }  // namespace
 
 TEST_CASE("nothing is bound by default, in a task or outside one", "[tasklocal]") {
-  ThreadPoolExecutor pool(poolOf("tl", 1));
+  ThreadPoolExecutor pool(localsPool("tl", 1));
   CHECK(requestId.get() == nullptr);
   CHECK_FALSE(requestId.isBound());
   Future<bool> bound = pool.submit([] { return requestId.isBound(); });
@@ -88,7 +88,7 @@ TEST_CASE("nested scopes shadow the outer binding and restore it when they end",
 
 TEST_CASE("a binding made outside any task is seen by the tasks submitted under it and by syncWait",
           "[tasklocal][thread]") {
-  ThreadPoolExecutor pool(poolOf("tl", 2));
+  ThreadPoolExecutor pool(localsPool("tl", 2));
   Future<std::string> unbound = pool.submit([] { return idOrDash(); });
   Future<std::string> child;
   {
@@ -104,8 +104,8 @@ TEST_CASE("a binding made outside any task is seen by the tasks submitted under 
 
 TEST_CASE("a coroutine task sees its binding after every co_await, whatever thread resumes it",
           "[tasklocal][coroutine]") {
-  ThreadPoolExecutor pool(poolOf("home", 2));
-  ThreadPoolExecutor other(poolOf("other", 1));
+  ThreadPoolExecutor pool(localsPool("home", 2));
+  ThreadPoolExecutor other(localsPool("other", 1));
   Future<std::vector<std::string>> seen = pool.submit([&]() -> Task<std::vector<std::string>> {
     std::vector<std::string> log;
     TaskLocal<std::string>::Scope scope(requestId, "req-1");
@@ -124,8 +124,8 @@ TEST_CASE("a coroutine task sees its binding after every co_await, whatever thre
 }
 
 TEST_CASE("children submitted from a task see its bindings as they were at submission", "[tasklocal][children]") {
-  ThreadPoolExecutor pool(poolOf("tl", 2));
-  ThreadPoolExecutor other(poolOf("other", 1));
+  ThreadPoolExecutor pool(localsPool("tl", 2));
+  ThreadPoolExecutor other(localsPool("other", 1));
   Future<std::vector<std::string>> seen = pool.submit([&]() -> Task<std::vector<std::string>> {
     std::vector<std::string> log;
     Future<std::string> before = pool.submit([] { return idOrDash(); });
@@ -152,7 +152,7 @@ TEST_CASE("children submitted from a task see its bindings as they were at submi
 
 TEST_CASE("an awaited Task and a Task under withTimeout see the binding, and their own scopes end with them",
           "[tasklocal][task]") {
-  ThreadPoolExecutor pool(poolOf("tl", 2));
+  ThreadPoolExecutor pool(localsPool("tl", 2));
   Future<std::string> seen = pool.submit([&]() -> Task<std::string> {
     TaskLocal<std::string>::Scope scope(requestId, "outer");
     auto inner = []() -> Task<std::string> {
@@ -173,7 +173,7 @@ TEST_CASE("an awaited Task and a Task under withTimeout see the binding, and the
 }
 
 TEST_CASE("invokeAll children and lane tasks see the submitter's binding", "[tasklocal][children]") {
-  ThreadPoolExecutor pool(poolOf("tl", 2));
+  ThreadPoolExecutor pool(localsPool("tl", 2));
   coexec::KeyedExecutor keyed(pool, 4);
   Future<std::vector<std::string>> seen = pool.submit([&]() -> Task<std::vector<std::string>> {
     TaskLocal<std::string>::Scope scope(requestId, "fan");
@@ -189,8 +189,8 @@ TEST_CASE("invokeAll children and lane tasks see the submitter's binding", "[tas
 
 TEST_CASE("a binding never leaks to the next task on the same worker", "[tasklocal][isolation]") {
   Gate gate;
-  ThreadPoolExecutor pool(poolOf("one", 1));
-  ThreadPoolExecutor other(poolOf("other", 1));
+  ThreadPoolExecutor pool(localsPool("one", 1));
+  ThreadPoolExecutor other(localsPool("other", 1));
   OpenOnExit opener(gate);
   Counter suspended;
   // A binds and suspends; B runs on the same (only) worker meanwhile.
@@ -218,7 +218,7 @@ TEST_CASE("a binding never leaks to the next task on the same worker", "[taskloc
 
 TEST_CASE("many tasks with different values interleaving on two workers each see only their own",
           "[tasklocal][concurrency]") {
-  ThreadPoolExecutor pool(poolOf("two", 2));
+  ThreadPoolExecutor pool(localsPool("two", 2));
   const int tasks = static_cast<int>(stressSize(2'000, 4));
   std::atomic<int> mismatches{0};
   std::atomic<int> checks{0};
@@ -242,7 +242,7 @@ TEST_CASE("many tasks with different values interleaving on two workers each see
 
 TEST_CASE("after awaiting a combinator, the coroutine's submissions still carry its bindings",
           "[tasklocal][combinators]") {
-  ThreadPoolExecutor pool(poolOf("tl", 2));
+  ThreadPoolExecutor pool(localsPool("tl", 2));
   Future<std::vector<std::string>> seen = pool.submit([&]() -> Task<std::vector<std::string>> {
     TaskLocal<std::string>::Scope scope(requestId, "after");
     std::vector<std::string> log;

@@ -26,7 +26,7 @@
 namespace coexec::test {
 namespace {
 
-constexpr std::size_t kSizeMax = std::numeric_limits<std::size_t>::max();
+constexpr std::size_t kMaxSize = std::numeric_limits<std::size_t>::max();
 
 // ---- local queues and the lock-free ring -----------------------------------------
 
@@ -60,7 +60,7 @@ TEST_CASE("tasks a pool thread submits go to its local queue, which it runs newe
   RunOrder order;
   Counter ran;
   std::atomic<std::size_t> localSeen{0};
-  std::atomic<std::size_t> sharedSeen{kSizeMax};
+  std::atomic<std::size_t> sharedSeen{kMaxSize};
   ThreadPoolExecutor pool(poolOptions("lifo", 1, 1, config.queue));
   StopOnFailure stopOnFailure(pool);
   pool.execute([&] {

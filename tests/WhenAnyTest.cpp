@@ -52,7 +52,7 @@ namespace {
 
 Task<std::string> word(std::string w) { co_return w; }
 
-Task<void> touch(std::atomic<int>& counter) {
+Task<void> bump(std::atomic<int>& counter) {
   counter.fetch_add(1);
   co_return;
 }
@@ -106,7 +106,7 @@ TEST_CASE("whenAny awaited by a task cancelled already cancels its running Futur
     outerStarted.arrive();
     waitForCancellation(token);  // the task is cancelled before it awaits whenAny
     try {
-      const auto result = co_await whenAny(child, touch(touched));
+      const auto result = co_await whenAny(child, bump(touched));
       co_return result.index;
     } catch (const OperationCancelled&) {
       threwWhileChildRan = !childEnded.load();
@@ -129,7 +129,7 @@ TEST_CASE("whenAny of void children reports the winner as std::monostate", "[whe
   std::atomic<int> touched{0};
   ThreadPoolExecutor pool(taggedPool("when", 1, 1, WorkQueue::bounded(8)));
   const auto run = [&]() -> Task<WhenAnyResult<void, std::string>> {
-    co_return co_await whenAny(touch(touched), word("never started"));
+    co_return co_await whenAny(bump(touched), word("never started"));
   };
   const WhenAnyResult<void, std::string> result = syncWait(run());
   CHECK(result.index == 0);
@@ -163,7 +163,7 @@ TEST_CASE("whenAny: a Future that has settled already wins, and no Task starts",
   Future<int> done = pool.submit([] { return 8; });
   done.wait();
   const auto run = [&]() -> Task<int> {
-    const auto result = co_await whenAny(touch(touched), done);
+    const auto result = co_await whenAny(bump(touched), done);
     co_return static_cast<int>(result.index) * 100 + std::get<1>(result.value);
   };
   CHECK(syncWait(run()) == 108);

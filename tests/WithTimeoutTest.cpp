@@ -23,6 +23,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "CoroutinePoolTestSupport.h"
 #include "CoroutineTestSupport.h"
 #include "coexec/CancellationToken.h"
 #include "coexec/Clock.h"
@@ -72,15 +73,6 @@ ThreadPoolOptions manualPool(const char* name, ManualClock& clock) {
   return options;
 }
 
-/// Returns once the coroutine that arrived at `reached` has given the only
-/// thread of `pool` back (suspended).
-void requireSuspended(ThreadPoolExecutor& pool, Counter& reached) {
-  REQUIRE(pool.maximumPoolSize() == 1);
-  REQUIRE(reached.waitFor(1));
-  Future<void> probe = pool.submit([] {});
-  REQUIRE(probe.waitFor(kLong));
-}
-
 /// Sleeps for `d` after arriving at `started`; records a cancellation.
 Task<int> sleepy(std::chrono::nanoseconds d, Counter& started, std::atomic<bool>& cancelled, int value) {
   started.arrive();
@@ -93,7 +85,7 @@ Task<int> sleepy(std::chrono::nanoseconds d, Counter& started, std::atomic<bool>
   co_return value;
 }
 
-Task<int> fails() {
+Task<int> throwsBoom() {
   throw std::runtime_error("boom");
   co_return 0;
 }
@@ -160,7 +152,7 @@ TEST_CASE("withTimeout throws TimeoutError at the deadline on a ManualClock pool
 
 TEST_CASE("withTimeout rethrows the Task's own exception as is", "[timeout][task]") {
   const bool boom = syncWait([]() -> Task<bool> {
-    auto timed = withTimeout(fails(), 1h);
+    auto timed = withTimeout(throwsBoom(), 1h);
     try {
       (void)co_await timed;
     } catch (const std::runtime_error& e) {
