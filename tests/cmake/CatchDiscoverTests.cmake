@@ -9,6 +9,16 @@
 # gives every name and its tags; it writes the same add_test and
 # set_tests_properties lines as Catch2's CatchAddTests.cmake, plus the labels.
 # TEST_REPORTER and TEST_OUTPUT_DIR are refused: no test here uses them.
+#
+# With COEXEC_TEST_PER_FILE set (CatchDiscoverTestsPerFile.cmake, which the
+# sanitizer builds use), each source file's cases are instead one CTest test,
+# named `file.<File>` after the file (`file.FutureTest`), that runs them in
+# one process (`--filenames-as-tags "[#FutureTest]~[.]"`: the file's cases, hidden ones
+# excepted, as a per-case run selects them) and carries the labels of all of
+# them; its timeout is at least 600 s. Under a sanitizer a process takes
+# about 0.1 s to start and to exit, as long as most cases take to run.
+
+cmake_minimum_required(VERSION 3.25)
 
 if(TEST_REPORTER OR TEST_OUTPUT_DIR)
   message(FATAL_ERROR "coexec's test discovery does not take REPORTER or OUTPUT_DIR (${TEST_EXECUTABLE})")
@@ -63,17 +73,31 @@ coexec_quote(working_dir "${TEST_WORKING_DIR}")
 
 set(script "")
 set(tests "")
+set(files "")
 string(REPLACE "\n" ";" lines "${listing}")
 foreach(line IN LISTS lines)
   if(line STREQUAL "")
     continue()
   endif()
-  if(NOT line MATCHES "^([^\t]+)\t(.*)$")
-    message(FATAL_ERROR "'${TEST_EXECUTABLE}' listed a line that is not 'name<TAB>tags': '${line}'")
+  if(NOT line MATCHES "^([^\t]+)\t([^\t]*)\t([^\t]+)$")
+    message(FATAL_ERROR "'${TEST_EXECUTABLE}' listed a line that is not 'name<TAB>tags<TAB>file': '${line}'")
   endif()
   set(name "${CMAKE_MATCH_1}")
   set(tags "${CMAKE_MATCH_2}")
-  # Catch2 reads ',' '[' ']' in a name on its command line as syntax.
+  set(file "${CMAKE_MATCH_3}")
+  string(REGEX MATCHALL "\\[[^]]+\\]" tag_list "${tags}")
+  list(TRANSFORM tag_list REPLACE "^\\[(.*)\\]$" "\\1")
+  if(COEXEC_TEST_PER_FILE)
+    if(NOT file MATCHES "^[A-Za-z0-9_]+$")
+      message(FATAL_ERROR "'${TEST_EXECUTABLE}' has a test in a file whose name is not a plain word: '${file}'")
+    endif()
+    if(NOT file IN_LIST files)
+      list(APPEND files "${file}")
+      set(labels_${file} "")
+    endif()
+    list(APPEND labels_${file} ${tag_list})
+    continue()
+  endif()
   set(spec "${name}")
   foreach(char , [ ])
     string(REPLACE "${char}" "\\${char}" spec "${spec}")
@@ -82,16 +106,35 @@ foreach(line IN LISTS lines)
   coexec_quote(spec "${spec}")
   string(APPEND script "add_test(${test} ${TEST_EXECUTOR} ${executable} ${spec}${extra_args})\n")
   string(APPEND script "set_tests_properties(${test} PROPERTIES WORKING_DIRECTORY ${working_dir}${properties})\n")
-  # "[a][b]" -> LABELS "a;b": two labels
-  string(REGEX MATCHALL "\\[[^]]+\\]" tag_list "${tags}")
   if(tag_list)
-    list(TRANSFORM tag_list REPLACE "^\\[(.*)\\]$" "\\1")
     string(APPEND script "set_tests_properties(${test} PROPERTIES LABELS [==[${tag_list}]==])\n")
   endif()
   list(APPEND tests "${TEST_PREFIX}${name}${TEST_SUFFIX}")
 endforeach()
 
-# The list of the discovered tests, as CatchAddTests.cmake defines it.
+foreach(file IN LISTS files)
+  set(test "${TEST_PREFIX}file.${file}${TEST_SUFFIX}")
+  coexec_quote(quoted "${test}")
+  string(APPEND script "add_test(${quoted} ${TEST_EXECUTOR} ${executable} --filenames-as-tags [==[[#${file}]~[.]]==]${extra_args})\n")
+  string(APPEND script "set_tests_properties(${quoted} PROPERTIES WORKING_DIRECTORY ${working_dir}${properties})\n")
+  # The properties' timeout is a case's: a file's cases get at least 600 s.
+  set(timeout 600)
+  list(FIND TEST_PROPERTIES TIMEOUT at)
+  if(at GREATER_EQUAL 0)
+    math(EXPR at "${at} + 1")
+    list(GET TEST_PROPERTIES ${at} given)
+    if(given GREATER timeout)
+      set(timeout ${given})
+    endif()
+  endif()
+  string(APPEND script "set_tests_properties(${quoted} PROPERTIES TIMEOUT ${timeout})\n")
+  list(REMOVE_DUPLICATES labels_${file})
+  if(labels_${file})
+    string(APPEND script "set_tests_properties(${quoted} PROPERTIES LABELS [==[${labels_${file}}]==])\n")
+  endif()
+  list(APPEND tests "${test}")
+endforeach()
+
 set(test_list "")
 foreach(test IN LISTS tests)
   coexec_quote(quoted "${test}")
