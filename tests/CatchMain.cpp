@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 // The tests' runner: Catch2's own, with one more option for the build's test
-// discovery (tests/cmake/CatchAddTestsWithLabels.cmake.in):
+// discovery (tests/cmake/CatchDiscoverTests.cmake):
 //   --list-names-and-tags   one line per test the command line selects
 //                           (hidden ones only when asked for), the name, a
 //                           tab, its tags as written, a tab, then the name of

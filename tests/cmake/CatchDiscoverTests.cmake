@@ -13,9 +13,9 @@
 # With COEXEC_TEST_PER_FILE set (CatchDiscoverTestsPerFile.cmake, which the
 # sanitizer builds use), each source file's cases are instead one CTest test,
 # named `file.<File>` after the file (`file.FutureTest`), that runs them in
-# one process (`--filenames-as-tags "[#FutureTest]~[.]"`: the file's cases, hidden ones
-# excepted, as a per-case run selects them) and carries the labels of all of
-# them; its timeout is at least 600 s. Under a sanitizer a process takes
+# one process (`--filenames-as-tags "[#FutureTest]~[.]"`: the file's cases,
+# hidden ones excepted, as a per-case run selects them) and carries the
+# labels of all of them; its timeout is at least 600 s. Under a sanitizer a process takes
 # about 0.1 s to start and to exit, as long as most cases take to run.
 
 cmake_minimum_required(VERSION 3.25)
@@ -85,6 +85,7 @@ foreach(line IN LISTS lines)
   set(name "${CMAKE_MATCH_1}")
   set(tags "${CMAKE_MATCH_2}")
   set(file "${CMAKE_MATCH_3}")
+  # "[a][b]" -> LABELS "a;b": two labels
   string(REGEX MATCHALL "\\[[^]]+\\]" tag_list "${tags}")
   list(TRANSFORM tag_list REPLACE "^\\[(.*)\\]$" "\\1")
   if(COEXEC_TEST_PER_FILE)
@@ -98,6 +99,7 @@ foreach(line IN LISTS lines)
     list(APPEND labels_${file} ${tag_list})
     continue()
   endif()
+  # Catch2 reads ',' '[' ']' in a name on its command line as syntax.
   set(spec "${name}")
   foreach(char , [ ])
     string(REPLACE "${char}" "\\${char}" spec "${spec}")
@@ -135,6 +137,7 @@ foreach(file IN LISTS files)
   list(APPEND tests "${test}")
 endforeach()
 
+# The list of the discovered tests, as CatchAddTests.cmake defines it.
 set(test_list "")
 foreach(test IN LISTS tests)
   coexec_quote(quoted "${test}")
