@@ -71,10 +71,10 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
     countersHere().tasks.fetch_add(1, std::memory_order_relaxed);
     // A searching worker will find the task (it rechecks under this lock
     // after it stops searching): no wake-up, no syscall.
-    if (searching_.load(std::memory_order_seq_cst) > 0) return true;
+    if (parking_.anySearching()) return true;
     // Core 0, or every thread failed to start or timed out: someone must run
     // it (if the factory fails here too, it is tried again soon).
-    if (!wakeOneLocked() && workers_.empty()) startThreadForWaitingWorkLocked(errors);
+    if (!parking_.wakeOneLocked() && workers_.empty()) startThreadForWaitingWorkLocked(errors);
     return true;
   }
   // 3. An extra thread, up to max.
@@ -135,11 +135,9 @@ bool PoolImpl::tryInject(PendingTask& task) {
   FaultInjection::onLockFreePush();  // race tests: the window before the wake-up below
 #endif
   // Wake a parked worker only if nobody searches and someone sleeps (or no
-  // thread is left: core 0, or all timed out). seq_cst loads after the
-  // seq_cst claim: a worker that parks stores idleCount_ and then checks
-  // inject_->size(), so one of the two sees the other.
-  if (searching_.load(std::memory_order_seq_cst) == 0 &&
-      (idleCount_.load(std::memory_order_seq_cst) > 0 || poolSizeMirror_.load(std::memory_order_seq_cst) == 0)) {
+  // thread is left: core 0, or all timed out). The seq_cst claim above
+  // published the task (Parking.h).
+  if (!parking_.anySearching() && (parking_.anyParked() || poolSizeMirror_.load(std::memory_order_seq_cst) == 0)) {
     FactoryErrors errors;
     {
       std::lock_guard lock(mutex_);
@@ -147,7 +145,7 @@ bool PoolImpl::tryInject(PendingTask& task) {
       // pool, left without a thread, terminated (or be running its
       // terminated hook): a thread started now would outlive it, and the
       // destructor would wait for it forever.
-      if (!wakeOneLocked() && workers_.empty() && life_.aliveLocked()) {
+      if (!parking_.wakeOneLocked() && workers_.empty() && life_.aliveLocked()) {
         startThreadForWaitingWorkLocked(errors);  // if the factory fails, it is tried again soon
       }
     }
@@ -202,7 +200,7 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
   std::shared_ptr<Launch> launch;
   decltype(workers_.begin()) it;
   try {
-    idleWorkers_.reserve(workers_.size() + 1);
+    parking_.reserveLocked(workers_.size() + 1);
     name = fmt::format("{}-{}", name_, threadsCreated_ + 1);
     // The body waits for the verdict on its thread: a factory may start the
     // body and then throw, or detach the thread and return an empty one;
@@ -253,8 +251,7 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
 }
 
 bool PoolImpl::workWaitsLocked() const noexcept {
-  return (sharedQueuedLocked() > 0 && life_.stateLocked() != PoolState::stop) || !continuations_.empty() ||
-         dueCount_.load(std::memory_order_seq_cst) > 0;
+  return (sharedQueuedLocked() > 0 && life_.stateLocked() != PoolState::stop) || !continuations_.empty() || due_.any();
 }
 
 void PoolImpl::startThreadForWaitingWorkLocked(FactoryErrors& errors) {

@@ -45,12 +45,11 @@ void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
     // A hop from one of our own threads: the worker's next-continuation slot.
     void* displaced = worker->nextContinuation.exchange(handle.address(), std::memory_order_seq_cst);
     if (displaced == nullptr) {
-      // Paired like tryPushLocal: a parking worker stores idleCount_ and then
-      // looks at every slot. Wake one only if nobody searches and someone
-      // sleeps: in steady state the other workers spin or are busy.
-      if (searching_.load(std::memory_order_seq_cst) == 0 && idleCount_.load(std::memory_order_seq_cst) > 0) {
+      // Published by the seq_cst exchange (Parking.h; a parking worker looks
+      // at every slot). In steady state the other workers search or are busy.
+      if (parking_.wakeWanted()) {
         std::lock_guard lock(mutex_);
-        wakeOneLocked();
+        parking_.wakeOneLocked();
       }
       return;
     }
@@ -73,8 +72,8 @@ void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
     }
     if (queued) {
       publishSharedWorkLocked();
-      if (searching_.load(std::memory_order_seq_cst) > 0) return;  // a searching worker takes it
-      if (wakeOneLocked() || !workers_.empty()) return;            // else a busy worker takes it next
+      if (parking_.anySearching()) return;                        // a searching worker takes it
+      if (parking_.wakeOneLocked() || !workers_.empty()) return;  // else a busy worker takes it next
       PendingTask none;
       if (addWorkerLocked(none, errors)) return;
       (void)continuations_.popBack();  // ours: the newest, the lock held since the push
@@ -93,8 +92,7 @@ void PoolImpl::postYield(std::coroutine_handle<> handle) noexcept {
   assert(worker != nullptr && tlsPool == this && "postYield: only from a thread of this pool");
   // What is waiting now: this worker's fast slot and local queue, and the
   // shared queues (sizes read without the lock: a moment's count is enough).
-  std::size_t waiting = worker->local.size() + sharedWork_.load(std::memory_order_relaxed) +
-                        (inject_ ? inject_->size() : 0) +
+  std::size_t waiting = worker->local.size() + parking_.sharedWork() + (inject_ ? inject_->size() : 0) +
                         (worker->nextContinuation.load(std::memory_order_relaxed) != nullptr ? 1 : 0);
   if (waiting == 0 && worker->yieldCount.load(std::memory_order_relaxed) == 0) {
     // Nothing to yield to: the fast slot, as any continuation (a yield in a
@@ -131,7 +129,7 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
     if (stateMirror_.load(std::memory_order_acquire) != PoolState::running) {
       std::unique_lock lock(mutex_);
       if (inFlightLocked() == 0) {
-        wakeAllLocked();
+        parking_.wakeAllLocked();
         tryTerminateLocked(lock);
       }
     }
@@ -222,7 +220,7 @@ void PoolImpl::leaveFlight(std::uint8_t shard) noexcept {
   std::unique_lock lock(mutex_);
   life_.inFlight.leaveLocked(shard);
   if (inFlightLocked() == 0) {
-    wakeAllLocked();
+    parking_.wakeAllLocked();
     tryTerminateLocked(lock);
   }
   // The lock is released last: close() frees the pool only after it has

@@ -22,7 +22,9 @@
 #include "scheduler/WorkStealingDeque.h"
 #include "scheduler/TaskQueue.h"
 #include "scheduler/TimerService.h"
+#include "pool/DueWork.h"
 #include "pool/Lifecycle.h"
+#include "pool/Parking.h"
 #include "pool/Room.h"
 #include "pool/PoolTaskState.h"
 #include "pool/PoolWorker.h"
@@ -68,9 +70,9 @@ class SmallList;
 ///   thread alone: a push wakes a parked worker unless one is searching.
 /// - A coroutine hopping back onto the pool from one of its threads goes to
 ///   the worker's next-continuation slot.
-/// - A worker that runs out of work spins for a moment (searching_) before
-///   it parks on its own condition variable on a LIFO stack (idleWorkers_);
-///   a submission wakes one parked worker only if none is searching.
+/// - A worker that runs out of work searches for a moment before it parks
+///   (parking_: Parking.h states the wake-up protocol); a submission wakes
+///   one parked worker only if none is searching.
 ///
 /// The bound of bounded(n) covers the shared and the local queues together
 /// (places reserved in room_). Priority and synchronous queues keep every
@@ -107,10 +109,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   PoolLatency latencyLocked() const;  // requires: mutex_ held (PoolLatency.cpp)
   // Requires: mutex_ held. dumpThreads() (ThreadDump.cpp).
   ThreadDump dumpLocked() const;
-  // Requires: mutex_ held. Wakes the most recently idle worker; false if none.
-  bool wakeOneLocked();
-  // Requires: mutex_ held. Wakes every idle worker (shutdown, configuration).
-  void wakeAllLocked();
   // Requires: mutex_ held. A worker took shared work: if more is queued and
   // nobody searches, wakes one more worker.
   void wakeHelperLocked();
@@ -255,19 +253,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   }
   /// The counters the calling thread updates: its worker's, or outside_.
   Counters& countersHere() noexcept;  // defined below: inline on the submit path
-  // idleWorkers_.size(), readable without the lock. On its own line: every
-  // park and wake-up writes it, and every submission reads the lines next
-  // to it (stateMirror_, the mirrors of the sizes).
-  alignas(64) std::atomic<std::size_t> idleCount_{0};
-  // Workers spinning for work before they park. A submission wakes a parked
-  // worker only when none is searching: the searcher will find the task.
-  alignas(64) std::atomic<std::size_t> searching_{0};
-  // queue_.size() + continuations_.size(), stored under mutex_: what a
-  // spinning worker polls without the lock.
-  std::atomic<std::size_t> sharedWork_{0};
-  // Bumped by a fork onto a local queue while a worker searches: what the
-  // searcher polls for local work (the local sizes are per worker).
-  std::atomic<std::size_t> localSignal_{0};
+  // The idle workers and the wake-up protocol (Parking.h states the rules).
+  Parking parking_;
   alignas(64) std::atomic<PoolState> stateMirror_{PoolState::running};  // life_'s state, readable without the lock
   std::atomic<std::size_t> poolSizeMirror_{0};                          // workers_.size(), ditto
 
@@ -327,8 +314,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   TaskQueue queue_;
   RingBuffer<std::coroutine_handle<>> continuations_;
   std::list<Worker> workers_;
-  std::vector<std::thread> exited_;   // threads of exited workers, not yet joined
-  std::vector<Worker*> idleWorkers_;  // waiting for work, most recent last
+  std::vector<std::thread> exited_;  // threads of exited workers, not yet joined
   std::size_t largestPoolSize_ = 0;
   std::size_t threadsCreated_ = 0;
   std::uint64_t discarded_ = 0;
@@ -354,13 +340,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   std::size_t armedCount_ = 0;  // PoolStats::scheduledCount
   bool threadRetryArmed_ = false;                          // onThreadRetry pending
   std::chrono::nanoseconds threadRetryDelay_ = kThreadRetryFirst;  // its next delay
-  // Timer tasks that became due, each holding a reference, run like
-  // continuations. Their own lock (taken after mutex_, never before it), so
-  // that workers take due work without the pool's lock while the timer
-  // thread fires a batch under it; pushes happen under both.
-  alignas(64) mutable std::mutex dueMutex_;
-  RingBuffer<TaskCore*> due_;             // guarded by dueMutex_
-  std::atomic<std::size_t> dueCount_{0};  // due_.size(), stored under dueMutex_ (seq_cst), readable anywhere
+  // Timer tasks that became due, run like continuations (DueWork.h states
+  // the rules; pushes happen under mutex_ too).
+  DueWork due_;
 
   /// Requires: mutex_ held. Makes `item` live (the list takes a reference)
   /// and arms its timer for `deadline`, or hands its work over at once if it
@@ -379,8 +361,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   /// (the item leaves the list), a periodic schedule's next run to due_, or
   /// ends the schedule (cancelled, or the pool is shut down).
   void fireLocked(ScheduledItem& item, TimerWork& work);
-  /// Requires: mutex_ held. Queues a due task (taking `task`'s reference)
-  /// and gets a thread to it, like post().
+  /// Requires: mutex_ held. Queues a due task in due_ (taking `task`'s
+  /// reference) and gets a thread to it, like post().
   void pushDueLocked(TaskCore* task, FactoryErrors& errors);
   /// The timer service's callback: `context` is an armed ScheduledItem.
   static void onTimer(void* context) noexcept;
@@ -505,9 +487,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
 
  public:
   // Requires: mutex_ held. After the shared queues changed.
-  void publishSharedWorkLocked() noexcept {
-    sharedWork_.store(queue_.size() + continuations_.size(), std::memory_order_seq_cst);
-  }
+  void publishSharedWorkLocked() noexcept { parking_.publishSharedLocked(queue_.size() + continuations_.size()); }
   // Requires: mutex_ held. Drains every worker's local queue, oldest first.
   // Entries of tasks a join started (PoolJoin.cpp) go to `joined`, for the
   // caller to drop once it has released the lock.

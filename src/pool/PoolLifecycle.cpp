@@ -51,7 +51,7 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
   // After shutdown, the others look again: one parked on an in-flight total
   // it read before this worker's last finishes (plain stores, see PoolImpl.h)
   // would otherwise wait for a wake-up that never comes.
-  if (life_.stateLocked() != PoolState::running) wakeAllLocked();
+  if (life_.stateLocked() != PoolState::running) parking_.wakeAllLocked();
   if (workers_.empty() && workWaitsLocked()) {
     // Never leave queued work without a thread (the pool was resized or all
     // threads timed out while a task arrived).
@@ -72,7 +72,7 @@ void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
   if (life_.stateLocked() == PoolState::shutdown && sharedQueuedLocked() > 0) return;
   // Timers it must still run (or end), due work, and threads on their way
   // here from a timer (see ScheduledItem).
-  if (liveCount_ > 0 || dueCount_.load(std::memory_order_seq_cst) > 0 || life_.pinned()) {
+  if (liveCount_ > 0 || due_.any() || life_.pinned()) {
     return;
   }
   if (temporaryThreads_ > 0) return;  // RejectionPolicy::newThreadRuns(): the last one to end terminates it
@@ -113,7 +113,7 @@ void ThreadPoolExecutor::shutdown() {
   if (p.workers_.empty() && p.workWaitsLocked() && p.life_.stateLocked() == PoolState::shutdown) {
     p.startThreadForWaitingWorkLocked(errors);  // queued work whose thread failed to start: try again to drain it
   }
-  p.wakeAllLocked();
+  p.parking_.wakeAllLocked();
   p.room_.available.notify_all();
   detail::RoomWaiter* const refused = p.endRoomWaitsLocked();  // submitWhenRoom()'s producers: RejectedExecution
   p.tryTerminateLocked(lock);
@@ -157,7 +157,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
       if (worker.current) running.push_back(worker.current);
     }
     p.life_.inFlight.collect(running);  // coroutine tasks in flight with a token
-    p.wakeAllLocked();
+    p.parking_.wakeAllLocked();
     p.room_.available.notify_all();
     refused = p.endRoomWaitsLocked();
     p.tryTerminateLocked(lock);
@@ -243,7 +243,7 @@ void ThreadPoolExecutor::setCorePoolSize(std::size_t corePoolSize) {
     grow = corePoolSize > p.corePoolSize_ ? corePoolSize - p.corePoolSize_ : 0;
     p.corePoolSize_ = corePoolSize;
     p.coreMirror_.store(corePoolSize, std::memory_order_relaxed);
-    if (p.workers_.size() > corePoolSize) p.wakeAllLocked();  // surplus threads become timed
+    if (p.workers_.size() > corePoolSize) p.parking_.wakeAllLocked();  // surplus threads become timed
   }
   if (grow > 0) p.startWorkers(grow, true);
   if (grow > 0 && p.room_.anyWaiting()) p.serveRoomWaiters();  // room for a thread
@@ -260,7 +260,7 @@ void ThreadPoolExecutor::setMaximumPoolSize(std::size_t maximumPoolSize) {
                       p.corePoolSize_, maximumPoolSize));
     }
     p.maximumPoolSize_ = maximumPoolSize;
-    p.wakeAllLocked();
+    p.parking_.wakeAllLocked();
     if (p.room_.blockedLocked() > 0) p.room_.available.notify_all();
   }
   if (p.room_.anyWaiting()) p.serveRoomWaiters();  // room for more threads
@@ -274,14 +274,14 @@ void ThreadPoolExecutor::setKeepAliveTime(std::chrono::nanoseconds keepAliveTime
   detail::PoolImpl& p = *impl_;
   std::lock_guard lock(p.mutex_);
   p.keepAliveTime_ = keepAliveTime;
-  p.wakeAllLocked();
+  p.parking_.wakeAllLocked();
 }
 
 void ThreadPoolExecutor::allowCoreThreadTimeOut(bool value) {
   detail::PoolImpl& p = *impl_;
   std::lock_guard lock(p.mutex_);
   p.allowCoreThreadTimeOut_ = value;
-  p.wakeAllLocked();
+  p.parking_.wakeAllLocked();
 }
 
 }  // namespace coexec

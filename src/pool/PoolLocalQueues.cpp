@@ -39,10 +39,8 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   task.core_->joinable = task.core_->hasFuture();  // an awaiter on this pool may run it (PoolJoin.cpp)
   stampAdmission(*task.core_);
   addOwn<std::uint64_t>(worker->counters.tasks, 1, std::memory_order_relaxed);  // before anyone can run it
-  // The seq_cst push, then seq_cst loads of searching_ and idleCount_: pairs
-  // with a parking worker that stores idleCount_ and then reads every local
-  // queue's size, and with a searcher that decrements searching_ before it
-  // looks again, so one of the two sees the other (no lost wake-up).
+  // The seq_cst push publishes the task (Parking.h: a parking worker reads
+  // every local queue's size).
   //
   // shutdownNow() stores STOP and then drains the local queues. A push that
   // passed the check above just before it is either drained or, if it lands
@@ -57,16 +55,16 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
     throw;
   }
   task.core_.detach();  // the queue holds the reference now
-  if (searching_.load(std::memory_order_seq_cst) > 0) {
+  if (parking_.anySearching()) {
     // Tell the searcher only when there is more than this worker will take
     // next: a lone task (a chain, each task submitting the next) stays with
     // its submitter, which runs it as soon as the current task returns. If
     // the submitter blocks instead, the searcher steals it when its spin
     // window ends, on its way to parking.
-    if (queued >= 2) localSignal_.fetch_add(1, std::memory_order_relaxed);
-  } else if (idleCount_.load(std::memory_order_seq_cst) > 0) {
+    if (queued >= 2) parking_.signalLocalWork();
+  } else if (parking_.anyParked()) {
     std::lock_guard lock(mutex_);
-    wakeOneLocked();
+    parking_.wakeOneLocked();
   }
   return true;
 }

@@ -22,9 +22,8 @@
 //   is empty (tryTerminateLocked).
 //
 // Locks: mutex_ guards the live list, every item's armed/timer/deadline/due
-// fields and the counters; due_ has its own dueMutex_ (pushed under both,
-// popped by workers under dueMutex_ alone). mutex_ is taken before
-// dueMutex_, before TimerService's own lock
+// fields and the counters; due_ has its own lock (DueWork.h). mutex_ is
+// taken before due_'s lock, before TimerService's own lock
 // and before an item's guard, never the other way round (a pin is taken
 // under the guard, which is released before mutex_ is taken). User code
 // (settling Futures and handles, token callbacks, dropping tasks) runs with
@@ -215,10 +214,7 @@ void PoolImpl::addItemLocked(ScheduledItem& item, Clock::time_point deadline, Cl
   }
   // Room in due_ for the work of every live item and of what is already
   // there, so that handing work over (in a timer callback) never allocates.
-  {
-    std::lock_guard dueLock(dueMutex_);
-    due_.reserve(due_.size() + liveCount_ + 1);
-  }
+  due_.reserveMore(liveCount_ + 1);
   item.retainItem();
   item.prev = nullptr;
   item.next = liveItems_;
@@ -327,13 +323,7 @@ bool PoolImpl::periodicMustEndLocked(const PeriodicState& state, std::exception_
 }
 
 void PoolImpl::pushDueLocked(TaskCore* task, FactoryErrors& errors) {
-  {
-    std::lock_guard dueLock(dueMutex_);
-    due_.push(task);  // room reserved by addItemLocked
-    // seq_cst: a parking worker announces itself, then reads this (under
-    // mutex_, which we hold too: the wake-up below sees it on the idle stack).
-    dueCount_.store(due_.size(), std::memory_order_seq_cst);
-  }
+  due_.push(task);  // room reserved by addItemLocked
   // Below corePoolSize a new thread runs it, as admission's step 1 would:
   // a pool that only runs timers still grows to its core size, so one long
   // run does not hold up every other timer.
@@ -341,8 +331,8 @@ void PoolImpl::pushDueLocked(TaskCore* task, FactoryErrors& errors) {
     PendingTask none;
     if (addWorkerLocked(none, errors)) return;
   }
-  if (searching_.load(std::memory_order_seq_cst) > 0) return;  // a searching worker takes it
-  if (wakeOneLocked() || !workers_.empty()) return;            // else a busy worker takes it next
+  if (parking_.anySearching()) return;                        // a searching worker takes it
+  if (parking_.wakeOneLocked() || !workers_.empty()) return;  // else a busy worker takes it next
   // Core 0, or every thread timed out: one must run it (and if the factory
   // fails, nothing else may ever start one: it is tried again soon).
   startThreadForWaitingWorkLocked(errors);
@@ -448,12 +438,7 @@ void PoolImpl::stopTimersLocked(bool now, TimerWork& work, std::vector<PendingTa
   // appended to `drained` (the queue's); queued periodic runs end their
   // schedules.
   std::vector<TaskCore*> due;
-  {
-    std::lock_guard dueLock(dueMutex_);
-    while (!due_.empty())
-      due.push_back(due_.pop());
-    dueCount_.store(0, std::memory_order_seq_cst);
-  }
+  due_.drainInto(due);
   for (TaskCore* raw : due) {
     Ref<TaskCore> task = Ref<TaskCore>::adopt(raw);
     if (poolState(*task).countsInStats()) {
@@ -505,7 +490,7 @@ void PoolImpl::periodicRunNotStarted(PeriodicState& state, const std::exception_
 void PoolImpl::onKeepAliveAlarm(void* context) noexcept {
   auto* pool = static_cast<PoolImpl*>(context);
   std::lock_guard lock(pool->mutex_);
-  pool->wakeAllLocked();  // each idle worker reads the clock again
+  pool->parking_.wakeAllLocked();  // each idle worker reads the clock again
 }
 
 }  // namespace detail

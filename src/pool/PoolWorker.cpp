@@ -5,16 +5,15 @@
 // due, its own local queue (newest first), the shared ring (oldest first),
 // then under mutex_ (takeWorkLocked): a hand-off, the shared continuations,
 // the ring again, queue_, other workers' slots, local queues (oldest first)
-// and yields, a short spin without the lock, and finally parking on its own
-// condition variable (idleWorkers_, LIFO). The local queue's own operations
+// and yields, a short search without the lock, and finally parking on its
+// own condition variable (Parking.h). The local queue's own operations
 // (pushes from the pool's threads, pops, steals, drains) are in
 // PoolLocalQueues.cpp; running a task where it is awaited in PoolJoin.cpp.
 //
 // Invariants:
-// - No lost wake-up: whoever makes work available without the lock
-//   publishes it (seq_cst) and then reads searching_ / idleCount_; a
-//   worker about to park announces itself (seq_cst) and then looks at every
-//   queue and slot again; one of the two sees the other.
+// - No lost wake-up: Parking.h states the protocol; this loop is its
+//   worker side (a search, then a park that looks at every lock-free source
+//   again).
 // - A worker never exits while its yields or the pool's continuations wait.
 // - activeCount counts a worker from the moment it is given work until the
 //   item returns; a hand-off is counted by the thread that hands it over.
@@ -64,7 +63,7 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
       work = popLocal(*worker);
       // Due timer tasks before the shared queue: they are admitted work
       // whose time has come (a relaxed look first: nearly always none).
-      if (!work && dueCount_.load(std::memory_order_relaxed) > 0) work = popDue();
+      if (!work && due_.any(std::memory_order_relaxed)) work = popDue();
       if (!work) work = popInject(/*locked=*/false);
     }
     if (!work) {
@@ -270,49 +269,31 @@ PoolImpl::Work PoolImpl::popInject(bool locked) {
   if (!inject_ || !inject_->tryPop(raw)) return {};
   leftQueue(locked);
   // More behind it and nobody searching: get a parked worker going. (Cheapest
-  // test first: idleCount_ rarely changes, the ring's tail every push.)
-  if (idleCount_.load(std::memory_order_seq_cst) > 0 && searching_.load(std::memory_order_seq_cst) == 0 &&
-      !inject_->empty()) {
+  // test first: the parked count rarely changes, the ring's tail every push.)
+  if (parking_.anyParked() && !parking_.anySearching() && !inject_->empty()) {
     if (locked) {
-      wakeOneLocked();
+      parking_.wakeOneLocked();
     } else {
       std::lock_guard lock(mutex_);
-      wakeOneLocked();
+      parking_.wakeOneLocked();
     }
   }
   return Work{Ref<TaskCore>::adopt(raw), {}, false};
 }
 
 PoolImpl::Work PoolImpl::popDue() {
-  std::lock_guard lock(dueMutex_);
-  if (due_.empty()) return {};
   TaskCore* task = due_.pop();
-  dueCount_.store(due_.size(), std::memory_order_seq_cst);
+  if (task == nullptr) return {};
   return Work{Ref<TaskCore>::adopt(task), {}, false};
 }
 
-bool PoolImpl::wakeOneLocked() {
-  if (idleWorkers_.empty()) return false;
-  Worker* worker = idleWorkers_.back();
-  idleWorkers_.pop_back();
-  idleCount_.store(idleWorkers_.size(), std::memory_order_relaxed);
-  worker->signalled = true;
-  worker->wake.notify_one();
-  return true;
-}
-
-void PoolImpl::wakeAllLocked() {
-  while (wakeOneLocked()) {
-  }
-}
-
 bool PoolImpl::handOffLocked(PendingTask& task) {
-  if (idleWorkers_.empty()) return false;
-  Worker* worker = idleWorkers_.back();
+  Worker* worker = parking_.nextLocked();
+  if (worker == nullptr) return false;
   worker->handoff = std::move(task.core_);
   worker->counters.active.fetch_add(1, std::memory_order_relaxed);
   worker->counters.tasks.fetch_add(1, std::memory_order_relaxed);
-  wakeOneLocked();
+  parking_.wakeOneLocked();  // wakes `worker`
   return true;
 }
 
@@ -329,33 +310,25 @@ void PoolImpl::spinForWorkLocked(std::unique_lock<std::mutex>& lock) {
   // Synchronous and priority queues keep the plain protocol: a hand-off needs
   // a parked worker on the idle stack, and a priority queue is the slow path.
   if (!localQueues_ || life_.stateLocked() != PoolState::running) return;
-  searching_.fetch_add(1, std::memory_order_seq_cst);
-  const std::size_t signal = localSignal_.load(std::memory_order_relaxed);
+  const std::size_t signal = parking_.beginSearch();
   lock.unlock();
   spinUntil(
       [&] {
-        // A fork that saw searching_ == 0 does not signal; the recheck under
-        // the lock after the window finds its task.
-        return sharedWork_.load(std::memory_order_seq_cst) > 0 || dueCount_.load(std::memory_order_seq_cst) > 0 ||
-               localSignal_.load(std::memory_order_relaxed) != signal || !inject_->empty() ||
+        // A fork that saw nobody searching does not signal; the recheck
+        // under the lock after the window finds its task.
+        return parking_.sharedWork() > 0 || due_.any() || parking_.localWorkSignalled(signal) || !inject_->empty() ||
                stateMirror_.load(std::memory_order_relaxed) != PoolState::running;
       },
       kSpinWindow);
-  // Before the lock: a submitter that saw us searching (and did not wake
-  // anyone) published its task before it read searching_, so the recheck
-  // under the lock finds it.
-  searching_.fetch_sub(1, std::memory_order_seq_cst);
+  parking_.endSearch();  // before the lock (Parking.h): the recheck under it finds what was published
   lock.lock();
 }
 
 void PoolImpl::wakeHelperLocked() {
   // Work remains after the taker's share: get another worker going, unless
   // one is already searching (it will find the rest).
-  const bool more = sharedWork_.load(std::memory_order_relaxed) > 0 || (inject_ && !inject_->empty()) ||
-                    dueCount_.load(std::memory_order_relaxed) > 0;
-  if (more && searching_.load(std::memory_order_seq_cst) == 0) {
-    wakeOneLocked();
-  }
+  const bool more = parking_.sharedWork() > 0 || (inject_ && !inject_->empty()) || due_.any(std::memory_order_relaxed);
+  if (more && !parking_.anySearching()) parking_.wakeOneLocked();
 }
 
 void PoolImpl::refillLocked() {
@@ -437,14 +410,11 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
       // continuation posted to a pool without threads starts one.
       if (waited && clock_.now() >= deadline) return exitUnlessYields();
     }
-    worker.signalled = false;
-    idleWorkers_.push_back(&worker);
-    idleCount_.store(idleWorkers_.size(), std::memory_order_seq_cst);
+    parking_.parkLocked(worker);
     // Pushed (locally or to inject_, without the lock) before it could see us
-    // idle: take it instead of sleeping.
-    if (anyLocalWorkLocked() || (inject_ && !inject_->empty()) || dueCount_.load(std::memory_order_seq_cst) > 0) {
-      idleWorkers_.pop_back();
-      idleCount_.store(idleWorkers_.size(), std::memory_order_relaxed);
+    // parked: take it instead of sleeping (Parking.h).
+    if (anyLocalWorkLocked() || (inject_ && !inject_->empty()) || due_.any()) {
+      parking_.unparkLocked(worker);
       continue;
     }
     if (room_.blockedLocked() > 0) room_.available.notify_all();  // an idle thread is room for a hand-off
@@ -467,10 +437,7 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
     } else {
       worker.wake.wait(lock, [&] { return worker.signalled; });
     }
-    if (!worker.signalled) {  // timed out: leave the idle stack
-      idleWorkers_.erase(std::find(idleWorkers_.begin(), idleWorkers_.end(), &worker));
-      idleCount_.store(idleWorkers_.size(), std::memory_order_relaxed);
-    }
+    if (!worker.signalled) parking_.unparkLocked(worker);  // timed out
     waited = true;
   }
 }

@@ -51,7 +51,7 @@ ThreadDump PoolImpl::dumpLocked() const {
       entry.taskName = std::string(taskNameAt(nameId));
     } else if (worker.counters.active.load(std::memory_order_relaxed) > 0) {
       entry.state = WorkerState::running;  // a coroutine resuming here
-    } else if (std::find(idleWorkers_.begin(), idleWorkers_.end(), &worker) != idleWorkers_.end()) {
+    } else if (parking_.parkedLocked(worker)) {
       entry.state = WorkerState::parked;
     }
     dump.workers.push_back(std::move(entry));
