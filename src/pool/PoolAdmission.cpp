@@ -10,12 +10,12 @@
 //   parked worker, or starts a worker, and only then is counted in
 //   taskCount; otherwise it goes to the policy (rejectedCount).
 // - bounded(n): a task holds one of n places (Room.h) from before it enters
-//   the shared ring, queue_ or a local queue until it leaves it.
+//   the shared queue (SharedQueue.h) or a local queue until it leaves it.
 // - After a change of state, shutdown()/shutdownNow() wait out admitting_:
 //   every lock-free push then either landed or saw the new state.
 // - Work never waits with no thread and nothing due to start one: a failed
 //   start with no worker left arms onThreadRetry on the pool's clock.
-// Locks: mutex_ guards queue_, workers_, the idle stack and the state (see
+// Locks: mutex_ guards the shared queue's overflow, workers_, the idle stack and the state (see
 // PoolImpl.h); the ring and the counters are lock-free.
 
 #include "coexec/ThreadPoolExecutor.h"
@@ -90,40 +90,29 @@ bool PoolImpl::pushQueuedLocked(PendingTask& task) {
   }
 }
 
-bool PoolImpl::pushSharedLocked(PendingTask& task) {
-  if (inject_ && !overflow_.load(std::memory_order_relaxed)) {
-    std::size_t pos = 0;
-    if (inject_->tryClaim(pos)) {
-      inject_->publish(pos, task.core_.detach());
-      return true;
-    }
-  }
-  if (!queue_.offer(task)) return false;
-  if (inject_) overflow_.store(true, std::memory_order_release);  // later submissions queue behind it
-  return true;
-}
+bool PoolImpl::pushSharedLocked(PendingTask& task) { return shared_.pushLocked(task); }
 
 bool PoolImpl::tryInject(PendingTask& task) {
-  if (!inject_) return false;
+  if (!shared_.hasRing()) return false;
   // Step 1 (below core: a new thread) and the overflow take the locked path.
   if (poolSizeMirror_.load(std::memory_order_relaxed) < coreMirror_.load(std::memory_order_relaxed)) return false;
-  if (overflow_.load(std::memory_order_acquire)) return false;
+  if (shared_.overflowing()) return false;
   admitting_.fetch_add(1, std::memory_order_seq_cst);
   bool pushed = false;
   // seq_cst after the announcement: purge() stores purging_ and then waits
-  // for admitting_ to drain, so it either sees us or we see it. overflow_
+  // for admitting_ to drain, so it either sees us or we see it. The overflow
   // again after that: a purge that ran while we were between the first check
-  // and the announcement moved the ring's tasks to queue_ and set overflow_
-  // before it ended (this thread's own earlier tasks among them), so a
-  // push to the ring now would overtake them.
-  if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::running &&
-      !purging_.load(std::memory_order_seq_cst) && !overflow_.load(std::memory_order_acquire) && room_.reserve()) {
+  // and the announcement moved the ring's tasks to the overflow before it
+  // ended (this thread's own earlier tasks among them), so a push to the
+  // ring now would overtake them.
+  if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::running && !purging_.load(std::memory_order_seq_cst) &&
+      !shared_.overflowing() && room_.reserve()) {
     std::size_t pos = 0;
-    if (inject_->tryClaim(pos)) {
+    if (shared_.tryClaim(pos)) {
       task.core_->owner = this;
       stampAdmission(*task.core_);
       countersHere().tasks.fetch_add(1, std::memory_order_relaxed);  // before anyone can run it
-      inject_->publish(pos, task.core_.detach());
+      shared_.publish(pos, task.core_.detach());
       pushed = true;
     } else {
       room_.release();
@@ -157,24 +146,6 @@ bool PoolImpl::tryInject(PendingTask& task) {
 void PoolImpl::waitAdmissionsLocked() const noexcept {
   while (admitting_.load(std::memory_order_seq_cst) != 0)
     std::this_thread::yield();
-}
-
-std::vector<PendingTask> PoolImpl::drainSharedLocked() {
-  std::vector<PendingTask> tasks;
-  // Room for every task first, the one allocation (it may throw before any
-  // task has moved); nothing below allocates. No push can add to the ring
-  // meanwhile.
-  tasks.reserve((inject_ ? inject_->size() : 0) + queue_.size());
-  if (inject_) {
-    // All at once (takeAll): a worker popping without the lock meanwhile
-    // takes an older task or none, never one from the middle, so the tasks
-    // taken here stay behind every task a worker already has.
-    inject_->takeAll([&tasks](TaskCore* raw) noexcept { tasks.push_back(PendingTask(Ref<TaskCore>::adopt(raw))); });
-  }
-  while (!queue_.empty())
-    tasks.push_back(queue_.poll());  // the overflow: newer than the ring's
-  overflow_.store(false, std::memory_order_release);
-  return tasks;
 }
 
 namespace {
@@ -437,7 +408,7 @@ bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds
 std::size_t ThreadPoolExecutor::purge() {
   detail::PoolImpl& p = *impl_;
   std::vector<PendingTask> removed;
-  if (p.inject_) {
+  if (p.shared_.hasRing()) {
     // Lock-free submissions take the locked path while we purge; those
     // already under way publish their slot before we drain, so the drain
     // below never waits, under the lock, for a slot claimed and not yet
@@ -449,28 +420,27 @@ std::size_t ThreadPoolExecutor::purge() {
   struct EndPurge {  // also if the drain throws (out of memory)
     detail::PoolImpl& pool;
     ~EndPurge() {
-      if (pool.inject_) pool.purging_.fetch_sub(1, std::memory_order_seq_cst);
+      if (pool.shared_.hasRing()) pool.purging_.fetch_sub(1, std::memory_order_seq_cst);
     }
   };
   {
     std::lock_guard lock(p.mutex_);
     const EndPurge end{p};  // released under the lock, after the overflow is set
     // The ring cannot remove from its middle: every queued task moves to
-    // queue_, in order, the cancelled ones are taken out, and submissions
-    // queue behind the rest (overflow) until the workers have taken them.
+    // the overflow, in order, the cancelled ones are taken out, and
+    // submissions queue behind the rest until the workers have taken them.
     // Room for them all first: out of memory, purge() throws before any
     // task has moved, and none is lost.
-    const std::size_t queued = (p.inject_ ? p.inject_->size() : 0) + p.queue_.size();
+    const std::size_t queued = p.shared_.sizeLocked();
     removed.reserve(queued);
-    p.queue_.reserve(queued);
+    p.shared_.reserveLocked(queued);
     for (PendingTask& task : p.drainSharedLocked()) {
       if (task.isCancelled()) {
         removed.push_back(std::move(task));
       } else {
-        p.queue_.offer(task);  // cannot fail: no more tasks than before
+        p.shared_.requeueLocked(task);
       }
     }
-    if (p.inject_ && !p.queue_.empty()) p.overflow_.store(true, std::memory_order_release);
     p.room_.release(removed.size());
     p.publishSharedWorkLocked();
     p.outside_.cancelled.fetch_add(removed.size(), std::memory_order_relaxed);

@@ -92,7 +92,7 @@ void PoolImpl::postYield(std::coroutine_handle<> handle) noexcept {
   assert(worker != nullptr && tlsPool == this && "postYield: only from a thread of this pool");
   // What is waiting now: this worker's fast slot and local queue, and the
   // shared queues (sizes read without the lock: a moment's count is enough).
-  std::size_t waiting = worker->local.size() + parking_.sharedWork() + (inject_ ? inject_->size() : 0) +
+  std::size_t waiting = worker->local.size() + parking_.sharedWork() + shared_.ringSize() +
                         (worker->nextContinuation.load(std::memory_order_relaxed) != nullptr ? 1 : 0);
   if (waiting == 0 && worker->yieldCount.load(std::memory_order_relaxed) == 0) {
     // Nothing to yield to: the fast slot, as any continuation (a yield in a

@@ -25,6 +25,7 @@
 #include "pool/DueWork.h"
 #include "pool/Lifecycle.h"
 #include "pool/Parking.h"
+#include "pool/SharedQueue.h"
 #include "pool/Room.h"
 #include "pool/PoolTaskState.h"
 #include "pool/PoolWorker.h"
@@ -60,8 +61,8 @@ class SmallList;
 /// paths take no lock:
 ///
 /// - Submissions from outside (bounded and unbounded queues, with at least
-///   corePoolSize threads) push to `inject_`, a lock-free MPMC ring that the
-///   workers pop without the lock (queue_ takes its overflow, in order).
+///   corePoolSize threads) push to the shared ring (shared_), lock-free, and
+///   workers pop it without the lock (its overflow, in order, under the lock).
 /// - Submissions from the pool's own threads (a task forking subtasks, a
 ///   coroutine submitting the next step) push to the worker's Chase-Lev
 ///   deque, which it serves newest first (depth first, like a call stack)
@@ -129,20 +130,15 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   /// gives the place back if it throws (std::bad_alloc; the task is then
   /// left with the caller).
   bool pushQueuedLocked(PendingTask& task);
-  /// Requires: mutex_ held. Tasks in the shared queue: inject_ and queue_.
-  [[nodiscard]] std::size_t sharedQueuedLocked() const noexcept {
-    return queue_.size() + (inject_ ? inject_->size() : 0);
-  }
-  /// Requires: mutex_ held; inject_ set. Moves overflow from queue_ to inject_.
-  void refillLocked();
+  /// Requires: mutex_ held. Tasks in the shared queue (shared_).
+  [[nodiscard]] std::size_t sharedQueuedLocked() const noexcept { return shared_.sizeLocked(); }
   /// Requires: mutex_ held. Waits out the lock-free admissions under way
   /// (after a change of state). They never take the lock while counted.
   void waitAdmissionsLocked() const noexcept;
   /// Requires: mutex_ held, and no lock-free push under way (admitting_
   /// drained after a change of state, or purging_ set). Every task of the
-  /// shared queue in FIFO order, taken from the ring at once (workers popping
-  /// meanwhile get older tasks or none); both parts are left empty.
-  std::vector<PendingTask> drainSharedLocked();
+  /// shared queue in order (SharedQueue::drainLocked()).
+  std::vector<PendingTask> drainSharedLocked() { return shared_.drainLocked(); }
   /// From one of this pool's threads: queues `task` on that worker's local
   /// queue. False (task untouched) if the pool is not running or the queue
   /// kind keeps every task shared.
@@ -259,21 +255,18 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   std::atomic<std::size_t> poolSizeMirror_{0};                          // workers_.size(), ditto
 
   std::atomic<std::size_t> coreMirror_{0};     // corePoolSize_, ditto
-  const bool localQueues_;                     // the queue kind allows local queues (and inject_)
-  // bounded() and unbounded(): the shared FIFO. Submissions from outside the
-  // pool push here without the pool's lock, and workers pop without it.
-  // queue_ is its overflow: when the ring is full, tasks go to queue_ and
-  // overflow_ is set, sending every submission to queue_ (under the lock)
-  // until the workers have emptied it, so FIFO order holds. Null for
-  // priority() and synchronous(), which keep every task in queue_ / hand-offs.
-  const std::unique_ptr<MpmcRing<TaskCore*>> inject_;
-  std::atomic<bool> overflow_{false};  // written under mutex_
+  const bool localQueues_;                     // the queue kind allows local queues (and a shared ring)
   // purge() calls under way: lock-free submissions take the locked path
   // meanwhile (a count, for concurrent purges).
   std::atomic<std::size_t> purging_{0};
+  // The shared queue: for bounded() and unbounded() a ring that submissions
+  // from outside the pool push to without the pool's lock, and its overflow
+  // (SharedQueue.h states the rules); for priority() and synchronous() the
+  // locked queue alone.
+  SharedQueue shared_;
   // Submissions between their check of the pool's state and their push to
-  // inject_ (on its own line: only submitters write it). shutdown() and shutdownNow() change the state, then wait for
-  // this to drain: afterwards every push either landed or saw the new state.
+  // the shared ring (on its own line: only submitters write it). shutdown() and shutdownNow() change the state, then
+  // wait for this to drain: afterwards every push either landed or saw the new state.
   alignas(64) std::atomic<std::size_t> admitting_{0};
   // The places of a bounded(n) queue and the producers waiting for room
   // (Room.h states the rules).
@@ -311,7 +304,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   std::size_t maximumPoolSize_;
   std::chrono::nanoseconds keepAliveTime_;
   bool allowCoreThreadTimeOut_;
-  TaskQueue queue_;
   RingBuffer<std::coroutine_handle<>> continuations_;
   std::list<Worker> workers_;
   std::vector<std::thread> exited_;  // threads of exited workers, not yet joined
@@ -445,7 +437,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   bool stealFrom(Worker& victim, Ref<TaskCore>& out) noexcept;
   // The oldest due timer task (due_), without the pool's lock; empty if none.
   Work popDue();
-  // The oldest task of inject_, without the pool's lock (or with it, `locked`).
+  // The oldest task of the shared ring, without the pool's lock (or with it, `locked`).
   Work popInject(bool locked);
   // Requires: mutex_ held. The oldest task of another worker's local queue.
   Work stealLocked(Worker& thief);
@@ -487,7 +479,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
 
  public:
   // Requires: mutex_ held. After the shared queues changed.
-  void publishSharedWorkLocked() noexcept { parking_.publishSharedLocked(queue_.size() + continuations_.size()); }
+  void publishSharedWorkLocked() noexcept {
+    parking_.publishSharedLocked(shared_.lockedSizeLocked() + continuations_.size());
+  }
   // Requires: mutex_ held. Drains every worker's local queue, oldest first.
   // Entries of tasks a join started (PoolJoin.cpp) go to `joined`, for the
   // caller to drop once it has released the lock.

@@ -44,7 +44,7 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
                                gone.coroutinesFinished.load(std::memory_order_relaxed));
   exited_.push_back(std::move(worker->thread));
   workers_.remove_if([worker](const Worker& w) { return &w == worker; });
-  // seq_cst, then the seq_cst size of inject_: a lock-free submitter pushes
+  // seq_cst, then the seq_cst size of the shared ring: a lock-free submitter pushes
   // and then reads poolSizeMirror_, so one of the two starts a thread.
   poolSizeMirror_.store(workers_.size(), std::memory_order_seq_cst);
   room_.appearedLocked();  // room for a new thread

@@ -132,11 +132,11 @@ bool PoolImpl::anyLocalWorkLocked() const noexcept {
 
 PendingTask PoolImpl::takeOldestLocked(std::vector<Ref<TaskCore>>& joined) {
   TaskCore* raw = nullptr;
-  if (inject_ && inject_->tryPop(raw)) {  // the ring holds the oldest shared tasks
+  if (shared_.tryPopRing(raw)) {  // the ring holds the oldest shared tasks
     leftQueue(/*locked=*/true);
     return PendingTask(Ref<TaskCore>::adopt(raw));
   }
-  if (PendingTask task = queue_.poll(); task.valid()) {
+  if (PendingTask task = shared_.pollLocked(); task.valid()) {
     leftQueue(/*locked=*/true);
     return task;
   }

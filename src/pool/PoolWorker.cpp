@@ -4,7 +4,7 @@
 // Order of service for a worker: its next-continuation slot, a yield that is
 // due, its own local queue (newest first), the shared ring (oldest first),
 // then under mutex_ (takeWorkLocked): a hand-off, the shared continuations,
-// the ring again, queue_, other workers' slots, local queues (oldest first)
+// the ring again, its overflow, other workers' slots, local queues (oldest first)
 // and yields, a short search without the lock, and finally parking on its
 // own condition variable (Parking.h). The local queue's own operations
 // (pushes from the pool's threads, pops, steals, drains) are in
@@ -17,7 +17,7 @@
 // - A worker never exits while its yields or the pool's continuations wait.
 // - activeCount counts a worker from the moment it is given work until the
 //   item returns; a hand-off is counted by the thread that hands it over.
-// Locks: mutex_ for the idle stack, queue_, continuations_ and the worker
+// Locks: mutex_ for the idle stack, the shared queue's overflow, continuations_ and the worker
 // list; a worker's localMutex for its `current` task and its yields (lock
 // order: mutex_, then localMutex).
 
@@ -266,11 +266,11 @@ void PoolImpl::leftQueue(bool locked) noexcept {
 
 PoolImpl::Work PoolImpl::popInject(bool locked) {
   TaskCore* raw = nullptr;
-  if (!inject_ || !inject_->tryPop(raw)) return {};
+  if (!shared_.tryPopRing(raw)) return {};
   leftQueue(locked);
   // More behind it and nobody searching: get a parked worker going. (Cheapest
   // test first: the parked count rarely changes, the ring's tail every push.)
-  if (parking_.anyParked() && !parking_.anySearching() && !inject_->empty()) {
+  if (parking_.anyParked() && !parking_.anySearching() && !shared_.ringEmpty()) {
     if (locked) {
       parking_.wakeOneLocked();
     } else {
@@ -316,7 +316,7 @@ void PoolImpl::spinForWorkLocked(std::unique_lock<std::mutex>& lock) {
       [&] {
         // A fork that saw nobody searching does not signal; the recheck
         // under the lock after the window finds its task.
-        return parking_.sharedWork() > 0 || due_.any() || parking_.localWorkSignalled(signal) || !inject_->empty() ||
+        return parking_.sharedWork() > 0 || due_.any() || parking_.localWorkSignalled(signal) || !shared_.ringEmpty() ||
                stateMirror_.load(std::memory_order_relaxed) != PoolState::running;
       },
       kSpinWindow);
@@ -327,20 +327,8 @@ void PoolImpl::spinForWorkLocked(std::unique_lock<std::mutex>& lock) {
 void PoolImpl::wakeHelperLocked() {
   // Work remains after the taker's share: get another worker going, unless
   // one is already searching (it will find the rest).
-  const bool more = parking_.sharedWork() > 0 || (inject_ && !inject_->empty()) || due_.any(std::memory_order_relaxed);
+  const bool more = parking_.sharedWork() > 0 || !shared_.ringEmpty() || due_.any(std::memory_order_relaxed);
   if (more && !parking_.anySearching()) parking_.wakeOneLocked();
-}
-
-void PoolImpl::refillLocked() {
-  // Moves the overflow's oldest tasks into the ring, in order, so that the
-  // workers take them without the lock; new submissions keep going to queue_
-  // (behind them) until it is empty.
-  for (std::size_t moved = 0; moved < inject_->capacity() / 2 && !queue_.empty(); ++moved) {
-    std::size_t pos = 0;
-    if (!inject_->tryClaim(pos)) break;
-    inject_->publish(pos, queue_.poll().core_.detach());
-  }
-  if (queue_.empty()) overflow_.store(false, std::memory_order_release);
 }
 
 PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mutex>& lock) {
@@ -376,15 +364,14 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
     // and there is queued work.
     if (size > maximumPoolSize_ && (size > 1 || shared == 0)) return exitUnlessYields();
     if (Work work = popInject(/*locked=*/true)) return work;
-    if (inject_ && !inject_->empty()) {  // a push between claim and publish: a moment
+    if (!shared_.ringEmpty()) {  // a push between claim and publish: a moment (SharedQueue.h)
       lock.unlock();
       std::this_thread::yield();
       lock.lock();
       continue;
     }
-    if (PendingTask next = queue_.poll(); next.valid()) {
+    if (PendingTask next = shared_.pollLocked(); next.valid()) {  // the overflow's oldest go back to the ring
       room_.release();
-      if (inject_) refillLocked();  // the ring is empty: the overflow's oldest go back to it
       publishSharedWorkLocked();
       wakeHelperLocked();
       room_.appearedLocked();
@@ -411,9 +398,9 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
       if (waited && clock_.now() >= deadline) return exitUnlessYields();
     }
     parking_.parkLocked(worker);
-    // Pushed (locally or to inject_, without the lock) before it could see us
+    // Pushed (locally or to the shared ring, without the lock) before it could see us
     // parked: take it instead of sleeping (Parking.h).
-    if (anyLocalWorkLocked() || (inject_ && !inject_->empty()) || due_.any()) {
+    if (anyLocalWorkLocked() || !shared_.ringEmpty() || due_.any()) {
       parking_.unparkLocked(worker);
       continue;
     }

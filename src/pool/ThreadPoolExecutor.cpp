@@ -73,8 +73,8 @@ ThreadPoolOptions validated(ThreadPoolOptions options) {
 }
 
 /// The ring of a bounded or unbounded queue: room for bounded(n)'s n (so
-/// that it never overflows) up to 4096 slots (64 KiB); beyond, queue_ takes
-/// the overflow.
+/// that it never overflows) up to 4096 slots (64 KiB); beyond, the shared
+/// queue's overflow takes the rest.
 std::size_t injectCapacity(const WorkQueue& spec) {
   constexpr std::size_t kMax = 4096;
   const std::size_t wanted = spec.kind() == WorkQueue::Kind::bounded ? std::min(spec.capacity(), kMax) : kMax;
@@ -99,13 +99,12 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
           new UncaughtSink(name_, std::move(options.uncaughtExceptionHandler), options.reportUnobservedFailures))),
       localQueues_(options.workQueue.kind() == WorkQueue::Kind::bounded ||
                    options.workQueue.kind() == WorkQueue::Kind::unbounded),
-      inject_(localQueues_ ? std::make_unique<MpmcRing<TaskCore*>>(injectCapacity(options.workQueue)) : nullptr),
+      shared_(options.workQueue, localQueues_ ? injectCapacity(options.workQueue) : 0),
       room_(options.workQueue.kind() == WorkQueue::Kind::bounded, options.workQueue.capacity()),
       corePoolSize_(options.corePoolSize),
       maximumPoolSize_(*options.maximumPoolSize),  // set by validated()
       keepAliveTime_(options.keepAliveTime),
       allowCoreThreadTimeOut_(options.allowCoreThreadTimeOut),
-      queue_(options.workQueue),
       clock_(options.clock != nullptr ? *options.clock : steadyClock()),
       manualClock_(dynamic_cast<ManualClock*>(&clock_)),
       runDelayedAfterShutdown_(options.runDelayedTasksAfterShutdown),
@@ -152,7 +151,7 @@ PoolStats PoolImpl::statsLocked(bool withLatency) const {
   // than the ring ever held). The queues are read one after another while
   // workers pop without the lock, so queueSize and each local queue are
   // exact at their own instants, not at one common instant (see PoolStats).
-  s.queueSize = queue_.size() + (inject_ ? inject_->sizeAtOneInstant() : 0);
+  s.queueSize = shared_.sizeAtOneInstantLocked();
   s.localQueueSize = 0;
   for (const Worker& worker : workers_)
     s.localQueueSize += worker.local.sizeAtOneInstant();

@@ -36,6 +36,12 @@ class TaskQueue {
   [[nodiscard]] bool empty() const noexcept { return size() == 0; }
   [[nodiscard]] const WorkQueue& spec() const noexcept { return spec_; }
 
+  /// The task `task` holds, with its reference, for a queue that keeps bare
+  /// references (the pool's shared ring); `task` is left empty.
+  [[nodiscard]] static TaskCore* release(PendingTask& task) noexcept { return task.core_.detach(); }
+  /// A handle that takes over `task`'s reference (from release()).
+  [[nodiscard]] static PendingTask adopt(TaskCore* task) noexcept { return PendingTask(Ref<TaskCore>::adopt(task)); }
+
  private:
   struct Entry {
     int priority;
