@@ -15,8 +15,9 @@
 //   every lock-free push then either landed or saw the new state.
 // - Work never waits with no thread and nothing due to start one: a failed
 //   start with no worker left arms onThreadRetry on the pool's clock.
-// Locks: mutex_ guards the shared queue's overflow, workers_, the idle stack and the state (see
-// PoolImpl.h); the ring and the counters are lock-free.
+// Locks: mutex_ guards the shared queue's overflow, workers_, the idle
+// stack and the state (see PoolImpl.h); the ring and the counters are
+// lock-free.
 
 #include "coexec/ThreadPoolExecutor.h"
 

@@ -17,9 +17,9 @@
 // - A worker never exits while its yields or the pool's continuations wait.
 // - activeCount counts a worker from the moment it is given work until the
 //   item returns; a hand-off is counted by the thread that hands it over.
-// Locks: mutex_ for the idle stack, the shared queue's overflow, continuations_ and the worker
-// list; a worker's localMutex for its `current` task and its yields (lock
-// order: mutex_, then localMutex).
+// Locks: mutex_ for the idle stack, the shared queue's overflow,
+// continuations_ and the worker list; a worker's localMutex for its
+// `current` task and its yields (lock order: mutex_, then localMutex).
 
 #include "coexec/ThreadPoolExecutor.h"
 
