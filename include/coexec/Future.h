@@ -37,12 +37,14 @@ struct FutureAccess;
 /// Throws std::logic_error if the calling thread belongs to the pool that owns
 /// `core` and the task has not finished: a blocking wait there can deadlock.
 COEXEC_EXPORT void checkBlockingWaitAllowed(const TaskCore& core, const char* operation);
-/// Called by a coroutine about to suspend on the Future of `task`: if `task`
-/// is joinable (fork/join work), the calling thread works for the executor
-/// that admitted it, and no thread has started it, that executor runs it
-/// here, now, to its end or its first suspension (ForkJoinPool's join),
-/// unless the thread's stack is too deep for it. Defined by the runtime,
-/// which hands the task to the thread's Joiner. Never throws.
+/// Called by a coroutine about to suspend on the Future of `task`, which is
+/// joinable (fork/join work: the caller checks `task.joinable`, so that the
+/// common case costs one load and no call): if the calling thread works for
+/// the executor that admitted it, and no thread has started it, that
+/// executor runs it here, now, to its end or its first suspension
+/// (ForkJoinPool's join), unless the thread's stack is too deep for it.
+/// Defined by the runtime, which hands the task to the thread's Joiner.
+/// Never throws.
 COEXEC_EXPORT void joinInline(TaskCore& task) noexcept;
 }  // namespace detail
 

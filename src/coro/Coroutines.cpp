@@ -87,8 +87,9 @@ void leavePoolThread() noexcept {
 
 void joinInline(TaskCore& task) noexcept {
   // Only the executor that admitted the task runs it here: a task of
-  // another pool waits for that pool's threads.
-  if (Joiner* const joiner = tlsJoiner; joiner != nullptr && task.owner == tlsPoolIdentity && task.joinable) {
+  // another pool waits for that pool's threads. (The caller has checked
+  // task.joinable.)
+  if (Joiner* const joiner = tlsJoiner; joiner != nullptr && task.owner == tlsPoolIdentity) {
     joiner->join(task);
   }
 }

@@ -6,8 +6,9 @@
 // not finished ("in flight"), guests' holds (a coroutine suspended in an
 // awaiter on one of the pool's workers, a coroutine run outside the
 // workers), and the tasks with a token among them, which shutdownNow()
-// cancels. Part of the lifecycle tracker (Lifecycle.h); it knows the pool's
-// state only through the state's mirror it is given.
+// cancels. Part of the lifecycle tracker (Lifecycle.h), which owns the
+// pool's state: the one call here that reads it (leaveIfRunning()) is given
+// the state's mirror by the tracker.
 //
 // Invariants:
 // - The total (totalLocked()) is exact under the pool's mutex, and the pool
@@ -64,21 +65,19 @@ class InFlight {
   /// dropped on any thread.
   static constexpr std::uint8_t kGuestShard = 0;
 
-  /// `state` is the pool's state mirror (stored seq_cst by the pool).
-  explicit InFlight(const std::atomic<PoolState>& state) noexcept : state_(state) {}
-
   /// A guest's hold: one more in flight. On a thread that keeps the pool
   /// from terminating meanwhile (one of its workers, a temporary thread, or
   /// under the pool's mutex). Never throws.
   void hold() noexcept { shards_[kGuestShard].count.fetch_add(1, std::memory_order_seq_cst); }
   /// One less in flight in `shard`, from a thread that may not keep the pool
-  /// alive, if the pool is running: true, and the pool must not be touched
-  /// afterwards. False, changing nothing, if it is not running: the caller
-  /// takes the pool's mutex and calls leaveLocked(). Never throws.
-  bool leaveIfRunning(std::uint8_t shard) noexcept {
+  /// alive, if the pool is running (`state`: the state's mirror, stored
+  /// seq_cst): true, and the pool must not be touched afterwards. False,
+  /// changing nothing, if it is not running: the caller takes the pool's
+  /// mutex and calls leaveLocked(). Never throws.
+  bool leaveIfRunning(std::uint8_t shard, const std::atomic<PoolState>& state) noexcept {
     Shard& s = shards_[shard];
     s.finishing.fetch_add(1, std::memory_order_seq_cst);
-    if (state_.load(std::memory_order_seq_cst) == PoolState::running) {
+    if (state.load(std::memory_order_seq_cst) == PoolState::running) {
       s.count.fetch_sub(1, std::memory_order_seq_cst);
       s.finishing.fetch_sub(1, std::memory_order_seq_cst);  // the last access to the pool
       return true;
@@ -140,7 +139,6 @@ class InFlight {
     std::atomic<std::size_t> count{0};  // wraps: finishes on other threads decrement it
     std::atomic<std::size_t> finishing{0};
   };
-  const std::atomic<PoolState>& state_;
   Shard shards_[kShards];
   std::uint64_t exited_ = 0;  // exited workers' started minus finished (wrapping); the pool's mutex
   alignas(64) std::mutex mutex_;

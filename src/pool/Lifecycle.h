@@ -31,6 +31,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 
 #include "coexec/PoolStats.h"
 #include "pool/InFlight.h"
@@ -44,7 +45,7 @@ class Lifecycle {
   /// `mirror` is the pool's lock-free copy of the state, which the tracker
   /// writes (it lives with the pool's other mirrors, which submissions read
   /// together).
-  explicit Lifecycle(std::atomic<PoolState>& mirror) noexcept : inFlight(mirror), mirror_(mirror) {}
+  explicit Lifecycle(std::atomic<PoolState>& mirror) noexcept : mirror_(mirror) {}
 
   /// Requires: the pool's mutex held.
   [[nodiscard]] PoolState stateLocked() const noexcept { return state_; }
@@ -83,6 +84,12 @@ class Lifecycle {
   /// Requires: the pool's mutex held. Ends beginHandOverLocked(); true if it
   /// was the last (the caller notifies `terminated`).
   bool endHandOverLocked() noexcept { return --handOvers_ == 0; }
+
+  /// InFlight::leaveIfRunning() against the state's mirror: one less in
+  /// flight in `shard`, from a thread that may not keep the pool alive; true
+  /// if the pool was running (and must not be touched afterwards). Never
+  /// throws.
+  bool leaveIfRunning(std::uint8_t shard) noexcept { return inFlight.leaveIfRunning(shard, mirror_); }
 
   /// Coroutine tasks in flight and guests' holds (InFlight.h).
   InFlight inFlight;

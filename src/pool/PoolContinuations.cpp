@@ -216,7 +216,7 @@ void PoolImpl::release() noexcept { leaveFlight(InFlight::kGuestShard); }
 void PoolImpl::leaveFlight(std::uint8_t shard) noexcept {
   // Nothing below may touch the pool after the decrement that can let it
   // terminate (InFlight.h).
-  if (life_.inFlight.leaveIfRunning(shard)) return;
+  if (life_.leaveIfRunning(shard)) return;
   std::unique_lock lock(mutex_);
   life_.inFlight.leaveLocked(shard);
   if (inFlightLocked() == 0) {
