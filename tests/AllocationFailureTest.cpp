@@ -22,7 +22,7 @@
 #include "AdmissionTestSupport.h"
 #include "TestSupport.h"
 #include "coexec/Future.h"
-#include "scheduler/RingBuffer.h"
+#include "foundation/RingBuffer.h"
 
 // ---- the failing global allocator -------------------------------------------------
 

@@ -23,7 +23,7 @@
 #include "coexec/Sleep.h"
 #include "coexec/SyncWait.h"
 #include "coexec/ThisThread.h"
-#include "scheduler/TimerService.h"
+#include "engine/TimerService.h"
 
 using namespace coexec;
 using namespace coexec::test;

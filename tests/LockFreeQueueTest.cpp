@@ -16,9 +16,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "scheduler/MpmcRing.h"
+#include "foundation/MpmcRing.h"
 #include "TestSupport.h"
-#include "scheduler/WorkStealingDeque.h"
+#include "foundation/WorkStealingDeque.h"
 
 using coexec::detail::MpmcRing;
 using coexec::detail::WorkStealingDeque;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-// The pool's idle stack and wake-up protocol (src/pool/Parking.h): the
+// The pool's idle stack and wake-up protocol (src/engine/Parking.h): the
 // stack's order and bookkeeping, the search signals, and a litmus test that
 // races the protocol itself, a producer publishing work against a worker
 // parking, round after round: no round may end with the worker asleep and
@@ -15,7 +15,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "pool/Parking.h"
+#include "engine/Parking.h"
 
 using coexec::detail::Parking;
 using coexec::detail::PoolWorker;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-// The pool's shared queue (src/pool/SharedQueue.h): first in, first out
+// The pool's shared queue (src/engine/SharedQueue.h): first in, first out
 // across the lock-free ring and its locked overflow, step by step through a
 // small ring; purge()'s drain and requeue; and producers and consumers
 // racing over a ring that keeps overflowing, with every task taken exactly
@@ -19,8 +19,8 @@
 #include "coexec/WorkQueue.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
-#include "pool/SharedQueue.h"
-#include "scheduler/TaskQueue.h"
+#include "engine/SharedQueue.h"
+#include "engine/TaskQueue.h"
 
 using coexec::PendingTask;
 using coexec::WorkQueue;

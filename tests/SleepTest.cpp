@@ -33,7 +33,7 @@
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/ThisThread.h"
-#include "scheduler/TimerService.h"
+#include "engine/TimerService.h"
 
 using coexec::CancellationToken;
 using coexec::Future;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
-#include "scheduler/TimerService.h"
+#include "engine/TimerService.h"
 
-// The timer service (internal, src/scheduler/): callbacks run once when due,
+// The timer service (internal, src/engine/): callbacks run once when due,
 // in deadline order (ties in scheduling order); cancel() removes a timer at
 // once and frees its slot; a cancel racing the firing has exactly one
 // winner. On a ManualClock the timers fire inside advance() (the contract in

@@ -43,7 +43,7 @@
 #include "coexec/Errors.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/CombinatorAccess.h"
-#include "scheduler/TimerService.h"
+#include "engine/TimerService.h"
 
 namespace coexec::detail {
 

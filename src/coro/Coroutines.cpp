@@ -38,7 +38,7 @@
 #include "coexec/detail/NoInlineResumption.h"
 #include "coexec/detail/Scheduler.h"
 #include "coro/Runtime.h"
-#include "pool/ExceptionMessage.h"
+#include "foundation/ExceptionMessage.h"
 
 namespace coexec {
 namespace detail {

@@ -54,7 +54,7 @@
 
 #include "coexec/Clock.h"
 #include "coexec/Errors.h"
-#include "scheduler/TimerService.h"
+#include "engine/TimerService.h"
 
 namespace coexec {
 namespace detail {

@@ -23,8 +23,8 @@
 
 #include "coexec/detail/Scheduler.h"
 #include "coro/Runtime.h"
-#include "scheduler/RingBuffer.h"
-#include "scheduler/SpinWait.h"
+#include "foundation/RingBuffer.h"
+#include "foundation/SpinWait.h"
 
 namespace coexec::detail {
 

@@ -47,7 +47,7 @@
 
 #include "coexec/Clock.h"
 #include "coexec/detail/Bindings.h"
-#include "scheduler/TimerService.h"
+#include "engine/TimerService.h"
 
 namespace coexec::detail {
 

@@ -43,7 +43,7 @@
 #include "coexec/detail/TerminationAwaiter.h"
 #include "coexec/detail/Time.h"
 #include "pool/PoolImpl.h"
-#include "scheduler/TimerService.h"
+#include "engine/TimerService.h"
 
 namespace coexec {
 namespace detail {

@@ -18,8 +18,8 @@
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
-#include "scheduler/SpinWait.h"
-#include "scheduler/TimerService.h"
+#include "foundation/SpinWait.h"
+#include "engine/TimerService.h"
 
 namespace coexec::detail {
 

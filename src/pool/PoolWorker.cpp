@@ -30,7 +30,7 @@
 #include "coexec/detail/Time.h"
 #include "pool/PoolImpl.h"
 #include "pool/PoolTimers.h"
-#include "scheduler/SpinWait.h"
+#include "foundation/SpinWait.h"
 
 namespace coexec::detail {
 

@@ -17,7 +17,7 @@
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/TaskNames.h"
 #include "pool/PoolImpl.h"
-#include "scheduler/CoarseClock.h"
+#include "foundation/CoarseClock.h"
 
 namespace coexec {
 

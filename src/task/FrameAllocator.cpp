@@ -18,8 +18,8 @@
 #include <malloc.h>
 #endif
 
-#include "scheduler/CoarseClock.h"
-#include "task/NoDestructor.h"
+#include "foundation/CoarseClock.h"
+#include "foundation/NoDestructor.h"
 
 namespace coexec::detail {
 namespace {

@@ -18,7 +18,7 @@
 
 #include "coexec/Errors.h"
 #include "coexec/detail/NoInlineResumption.h"
-#include "task/NoDestructor.h"
+#include "foundation/NoDestructor.h"
 #include "task/TokenLink.h"
 
 namespace coexec::detail {

@@ -13,7 +13,7 @@
 #include <unordered_map>
 
 #include "coexec/TaskOptions.h"
-#include "task/NoDestructor.h"
+#include "foundation/NoDestructor.h"
 
 namespace coexec::detail {
 namespace {

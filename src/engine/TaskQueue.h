@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "scheduler/RingBuffer.h"
+#include "foundation/RingBuffer.h"
 #include "coexec/PendingTask.h"
 #include "coexec/WorkQueue.h"
 

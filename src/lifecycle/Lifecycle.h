@@ -34,7 +34,7 @@
 #include <cstdint>
 
 #include "coexec/PoolStats.h"
-#include "pool/InFlight.h"
+#include "lifecycle/InFlight.h"
 
 namespace coexec::detail {
 

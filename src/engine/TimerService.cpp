@@ -3,7 +3,7 @@
 // clocks' compiled parts, and ManualClock::advance(), which fires the timers
 // of the services registered with it.
 
-#include "scheduler/TimerService.h"
+#include "engine/TimerService.h"
 
 #include <algorithm>
 #include <utility>

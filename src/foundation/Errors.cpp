@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "coexec/Format.h"
-#include "pool/ExceptionMessage.h"
+#include "foundation/ExceptionMessage.h"
 
 namespace coexec {
 

@@ -25,7 +25,7 @@
 #include <mutex>
 #include <vector>
 
-#include "scheduler/RingBuffer.h"
+#include "foundation/RingBuffer.h"
 #include "coexec/detail/TaskCore.h"
 
 namespace coexec::detail {

@@ -31,8 +31,8 @@
 #include <memory>
 #include <vector>
 
-#include "scheduler/MpmcRing.h"
-#include "scheduler/TaskQueue.h"
+#include "foundation/MpmcRing.h"
+#include "engine/TaskQueue.h"
 #include "coexec/PendingTask.h"
 #include "coexec/WorkQueue.h"
 #include "coexec/detail/Ref.h"
@@ -94,9 +94,12 @@ class alignas(64) SharedQueue {
     return true;
   }
   /// Takes the locked part's oldest task (its next, for a priority queue);
-  /// an empty PendingTask if there is none. With a ring (then empty, or
-  /// this task would not be the oldest), moves the overflow's oldest back
-  /// into it, so that workers take them without the lock.
+  /// an empty PendingTask if there is none. With a ring, moves the
+  /// overflow's oldest back into it, so that workers take them without the
+  /// lock. Callers try the ring first, which holds the older tasks; a push
+  /// between its claim and its publication may still be under way (the
+  /// worker loop waits it out; takeOldestLocked(), a discard, takes this
+  /// task instead).
   PendingTask pollLocked() {
     PendingTask task = overflow_.poll();
     if (task.valid() && ring_ != nullptr) refillLocked();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-#include "scheduler/TaskQueue.h"
+#include "engine/TaskQueue.h"
 
 #include <algorithm>
 #include <utility>

@@ -44,7 +44,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "pool/PoolWorker.h"
+#include "engine/PoolWorker.h"
 
 namespace coexec::detail {
 

@@ -17,10 +17,10 @@
 #include <thread>
 
 #include "metrics/LatencyRecorder.h"
-#include "scheduler/CoarseClock.h"
-#include "scheduler/RingBuffer.h"
-#include "scheduler/TimerService.h"
-#include "scheduler/WorkStealingDeque.h"
+#include "foundation/CoarseClock.h"
+#include "foundation/RingBuffer.h"
+#include "engine/TimerService.h"
+#include "foundation/WorkStealingDeque.h"
 #include "coexec/TaskOptions.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
