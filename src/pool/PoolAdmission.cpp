@@ -63,7 +63,7 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   if (life_.stateLocked() != PoolState::running) return false;
   stampAdmission(*task.core_);
   // 1. Below core: a new thread, even if others are idle.
-  if (workers_.size() < corePoolSize_ && addWorkerLocked(task, errors)) return true;
+  if (sizes_.belowCoreLocked(workers_.size()) && addWorkerLocked(task, errors)) return true;
   // 2. The queue (for synchronous(): a hand-off to an idle thread).
   if (queueSpec_.kind() == WorkQueue::Kind::synchronous) {
     if (handOffLocked(task)) return true;
@@ -79,7 +79,7 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
     return true;
   }
   // 3. An extra thread, up to max.
-  return workers_.size() < maximumPoolSize_ && addWorkerLocked(task, errors);
+  return sizes_.belowMaximumLocked(workers_.size()) && addWorkerLocked(task, errors);
 }
 
 bool PoolImpl::pushQueuedLocked(PendingTask& task) {
@@ -96,7 +96,7 @@ bool PoolImpl::pushSharedLocked(PendingTask& task) { return shared_.pushLocked(t
 bool PoolImpl::tryInject(PendingTask& task) {
   if (!shared_.hasRing()) return false;
   // Step 1 (below core: a new thread) and the overflow take the locked path.
-  if (poolSizeMirror_.load(std::memory_order_relaxed) < coreMirror_.load(std::memory_order_relaxed)) return false;
+  if (sizes_.belowCore(poolSizeMirror_.load(std::memory_order_relaxed))) return false;
   if (shared_.overflowing()) return false;
   admitting_.fetch_add(1, std::memory_order_seq_cst);
   bool pushed = false;
@@ -218,7 +218,7 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
     worker->counters.tasks.fetch_add(1, std::memory_order_relaxed);
     worker->counters.active.fetch_add(1, std::memory_order_relaxed);
   }
-  largestPoolSize_ = std::max(largestPoolSize_, workers_.size());
+  sizes_.noteThreadsLocked(workers_.size());
   return true;
 }
 
@@ -273,7 +273,7 @@ std::size_t PoolImpl::startWorkers(std::size_t count, bool onlyForQueuedWork) {
   std::size_t started = 0;
   {
     std::lock_guard lock(mutex_);
-    while (started < count && life_.stateLocked() == PoolState::running && workers_.size() < corePoolSize_) {
+    while (started < count && life_.stateLocked() == PoolState::running && sizes_.belowCoreLocked(workers_.size())) {
       if (onlyForQueuedWork && sharedQueuedLocked() <= started) break;
       PendingTask none;
       if (!addWorkerLocked(none, errors)) break;

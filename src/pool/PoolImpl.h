@@ -26,6 +26,7 @@
 #include "lifecycle/Lifecycle.h"
 #include "engine/Parking.h"
 #include "engine/SharedQueue.h"
+#include "admission/PoolSizes.h"
 #include "admission/Room.h"
 #include "pool/PoolTaskState.h"
 #include "engine/PoolWorker.h"
@@ -254,7 +255,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   alignas(64) std::atomic<PoolState> stateMirror_{PoolState::running};  // life_'s state, readable without the lock
   std::atomic<std::size_t> poolSizeMirror_{0};                          // workers_.size(), ditto
 
-  std::atomic<std::size_t> coreMirror_{0};     // corePoolSize_, ditto
+  std::atomic<std::size_t> coreMirror_{0};     // sizes_' corePoolSize, ditto
   const bool localQueues_;                     // the queue kind allows local queues (and a shared ring)
   // purge() calls under way: lock-free submissions take the locked path
   // meanwhile (a count, for concurrent purges).
@@ -299,15 +300,15 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   /// Requires: mutex_ held. The total in flight (InFlight::totalLocked()).
   [[nodiscard]] std::size_t inFlightLocked() const noexcept;
 
+  // corePoolSize, maximumPoolSize, keepAliveTime, allowCoreThreadTimeOut
+  // and the largest size (PoolSizes.h states the rules; coreMirror_ is its
+  // mirror).
+  PoolSizes sizes_;
+
   // Everything below is guarded by mutex_.
-  std::size_t corePoolSize_;
-  std::size_t maximumPoolSize_;
-  std::chrono::nanoseconds keepAliveTime_;
-  bool allowCoreThreadTimeOut_;
   RingBuffer<std::coroutine_handle<>> continuations_;
   std::list<Worker> workers_;
   std::vector<std::thread> exited_;  // threads of exited workers, not yet joined
-  std::size_t largestPoolSize_ = 0;
   std::size_t threadsCreated_ = 0;
   std::uint64_t discarded_ = 0;
   std::uint64_t drained_ = 0;

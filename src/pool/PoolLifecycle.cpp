@@ -18,7 +18,6 @@
 #include <stdexcept>
 #include <thread>
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "pool/PoolImpl.h"
@@ -234,15 +233,7 @@ void ThreadPoolExecutor::setCorePoolSize(std::size_t corePoolSize) {
   std::size_t grow = 0;
   {
     std::lock_guard lock(p.mutex_);
-    if (corePoolSize > p.maximumPoolSize_) {
-      throw std::invalid_argument(
-          fmt::format("coexec::ThreadPoolExecutor::setCorePoolSize: corePoolSize ({}) must not be greater than "
-                      "maximumPoolSize ({})",
-                      corePoolSize, p.maximumPoolSize_));
-    }
-    grow = corePoolSize > p.corePoolSize_ ? corePoolSize - p.corePoolSize_ : 0;
-    p.corePoolSize_ = corePoolSize;
-    p.coreMirror_.store(corePoolSize, std::memory_order_relaxed);
+    grow = p.sizes_.setCoreLocked(corePoolSize);
     if (p.workers_.size() > corePoolSize) p.parking_.wakeAllLocked();  // surplus threads become timed
   }
   if (grow > 0) p.startWorkers(grow, true);
@@ -253,13 +244,7 @@ void ThreadPoolExecutor::setMaximumPoolSize(std::size_t maximumPoolSize) {
   detail::PoolImpl& p = *impl_;
   {
     std::lock_guard lock(p.mutex_);
-    if (maximumPoolSize == 0 || maximumPoolSize < p.corePoolSize_) {
-      throw std::invalid_argument(
-          fmt::format("coexec::ThreadPoolExecutor::setMaximumPoolSize: maximumPoolSize must be at least 1 and at "
-                      "least corePoolSize ({}), got {}",
-                      p.corePoolSize_, maximumPoolSize));
-    }
-    p.maximumPoolSize_ = maximumPoolSize;
+    p.sizes_.setMaximumLocked(maximumPoolSize);
     p.parking_.wakeAllLocked();
     if (p.room_.blockedLocked() > 0) p.room_.available.notify_all();
   }
@@ -267,20 +252,17 @@ void ThreadPoolExecutor::setMaximumPoolSize(std::size_t maximumPoolSize) {
 }
 
 void ThreadPoolExecutor::setKeepAliveTime(std::chrono::nanoseconds keepAliveTime) {
-  if (keepAliveTime < std::chrono::nanoseconds::zero()) {
-    throw std::invalid_argument(fmt::format(
-        "coexec::ThreadPoolExecutor::setKeepAliveTime: keepAliveTime must be non-negative, got {}", keepAliveTime));
-  }
+  detail::PoolSizes::checkKeepAlive(keepAliveTime);  // before the lock
   detail::PoolImpl& p = *impl_;
   std::lock_guard lock(p.mutex_);
-  p.keepAliveTime_ = keepAliveTime;
+  p.sizes_.setKeepAliveLocked(keepAliveTime);
   p.parking_.wakeAllLocked();
 }
 
 void ThreadPoolExecutor::allowCoreThreadTimeOut(bool value) {
   detail::PoolImpl& p = *impl_;
   std::lock_guard lock(p.mutex_);
-  p.allowCoreThreadTimeOut_ = value;
+  p.sizes_.setCoreTimesOutLocked(value);
   p.parking_.wakeAllLocked();
 }
 

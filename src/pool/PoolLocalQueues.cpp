@@ -28,7 +28,7 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   if (!localQueues_ || worker == nullptr || tlsPool != this) return false;
   // Below corePoolSize, admission starts a new thread for the task (step 1):
   // the task must not wait behind its submitter.
-  if (poolSizeMirror_.load(std::memory_order_relaxed) < coreMirror_.load(std::memory_order_relaxed)) return false;
+  if (sizes_.belowCore(poolSizeMirror_.load(std::memory_order_relaxed))) return false;
   // The capacity of bounded(n) covers the local queues too.
   if (!room_.reserve()) return false;
   if (stateMirror_.load(std::memory_order_seq_cst) != PoolState::running) {

@@ -327,7 +327,7 @@ void PoolImpl::pushDueLocked(TaskCore* task, FactoryErrors& errors) {
   // Below corePoolSize a new thread runs it, as admission's step 1 would:
   // a pool that only runs timers still grows to its core size, so one long
   // run does not hold up every other timer.
-  if (workers_.size() < corePoolSize_) {
+  if (sizes_.belowCoreLocked(workers_.size())) {
     PendingTask none;
     if (addWorkerLocked(none, errors)) return;
   }

@@ -362,7 +362,7 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
     const std::size_t size = workers_.size();
     // Above max (after setMaximumPoolSize): exit, unless we are the last thread
     // and there is queued work.
-    if (size > maximumPoolSize_ && (size > 1 || shared == 0)) return exitUnlessYields();
+    if (sizes_.aboveMaximumLocked(size) && (size > 1 || shared == 0)) return exitUnlessYields();
     if (Work work = popInject(/*locked=*/true)) return work;
     if (!shared_.ringEmpty()) {  // a push between claim and publish: a moment (SharedQueue.h)
       lock.unlock();
@@ -384,7 +384,7 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
       spinForWorkLocked(lock);
       continue;  // the state may have changed while the lock was released
     }
-    const bool timed = allowCoreThreadTimeOut_ || size > corePoolSize_;
+    const bool timed = sizes_.idleTimesOutLocked(size);
     // keepAliveTime runs on the pool's clock: the steady clock's is the
     // condition variable's own timeout; a ManualClock's is an alarm on the
     // pool's timer service (onKeepAliveAlarm), fired by advance().
@@ -392,7 +392,7 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
     Clock::time_point deadline = Clock::time_point::max();
     if (timed) {
       if (idleSince == Clock::time_point{}) idleSince = clock_.now();
-      deadline = detail::deadlineOn(idleSince, keepAliveTime_);
+      deadline = detail::deadlineOn(idleSince, sizes_.keepAliveLocked());
       // An idle thread may time out even while coroutines are in flight: a
       // continuation posted to a pool without threads starts one.
       if (waited && clock_.now() >= deadline) return exitUnlessYields();

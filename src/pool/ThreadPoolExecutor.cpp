@@ -101,10 +101,8 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
                    options.workQueue.kind() == WorkQueue::Kind::unbounded),
       shared_(options.workQueue, localQueues_ ? injectCapacity(options.workQueue) : 0),
       room_(options.workQueue.kind() == WorkQueue::Kind::bounded, options.workQueue.capacity()),
-      corePoolSize_(options.corePoolSize),
-      maximumPoolSize_(*options.maximumPoolSize),  // set by validated()
-      keepAliveTime_(options.keepAliveTime),
-      allowCoreThreadTimeOut_(options.allowCoreThreadTimeOut),
+      sizes_(coreMirror_, options.corePoolSize, *options.maximumPoolSize,  // maximumPoolSize: set by validated()
+             options.keepAliveTime, options.allowCoreThreadTimeOut),
       clock_(options.clock != nullptr ? *options.clock : steadyClock()),
       manualClock_(dynamic_cast<ManualClock*>(&clock_)),
       runDelayedAfterShutdown_(options.runDelayedTasksAfterShutdown),
@@ -116,7 +114,6 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
     outsideLatency_.runTime = std::make_unique<LatencyRecorder>();
     enableRunSegments();  // resume() keeps the threads' claims from now on (RunSegments.h)
   }
-  coreMirror_.store(corePoolSize_, std::memory_order_relaxed);
   timers_.setBatchFirer(&PoolImpl::fireBatch, this);
 }
 
@@ -141,11 +138,11 @@ PoolStats PoolImpl::statsLocked(bool withLatency) const {
   s.taskCount = sum(&Counters::tasks, std::memory_order_acquire);
   s.name = name_;
   s.state = life_.stateLocked();
-  s.corePoolSize = corePoolSize_;
-  s.maximumPoolSize = maximumPoolSize_;
+  s.corePoolSize = sizes_.coreLocked();
+  s.maximumPoolSize = sizes_.maximumLocked();
   s.poolSize = workers_.size();
   s.activeCount = static_cast<std::size_t>(sum(&Counters::active, std::memory_order_relaxed));
-  s.largestPoolSize = largestPoolSize_;
+  s.largestPoolSize = sizes_.largestLocked();
   // Each queue's size at one instant (sizeAtOneInstant, not size(), which
   // may count a ring's pops and pushes from two moments and so report more
   // than the ring ever held). The queues are read one after another while
@@ -210,22 +207,22 @@ void ThreadPoolExecutor::throwEmptyCallable(const char* operation) {
 
 std::size_t ThreadPoolExecutor::corePoolSize() const {
   std::lock_guard lock(impl_->mutex_);
-  return impl_->corePoolSize_;
+  return impl_->sizes_.coreLocked();
 }
 
 std::size_t ThreadPoolExecutor::maximumPoolSize() const {
   std::lock_guard lock(impl_->mutex_);
-  return impl_->maximumPoolSize_;
+  return impl_->sizes_.maximumLocked();
 }
 
 std::chrono::nanoseconds ThreadPoolExecutor::keepAliveTime() const {
   std::lock_guard lock(impl_->mutex_);
-  return impl_->keepAliveTime_;
+  return impl_->sizes_.keepAliveLocked();
 }
 
 bool ThreadPoolExecutor::allowsCoreThreadTimeOut() const {
   std::lock_guard lock(impl_->mutex_);
-  return impl_->allowCoreThreadTimeOut_;
+  return impl_->sizes_.coreTimesOutLocked();
 }
 
 std::string_view ThreadPoolExecutor::name() const noexcept { return impl_->name_; }
