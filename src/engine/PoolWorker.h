@@ -2,9 +2,25 @@
 #pragma once
 
 // A pool worker's state and the per-thread counters of PoolImpl (PoolImpl.h
-// names them Worker, Counters and Launch). Which lock guards which field is
-// noted at the field: `mutex_` is the pool's (PoolImpl::mutex_), taken
-// before a worker's localMutex. PoolImpl.h describes how the pool uses them.
+// names them Worker, Counters and Launch), and the operations on the work
+// a worker keeps to itself. Which lock guards which field is noted at the
+// field: `mutex_` is the pool's (PoolImpl::mutex_), taken before a worker's
+// localMutex. PoolImpl.h describes how the pool uses them.
+//
+// Invariants of a worker's own work (its local queue, its next-continuation
+// slot, its yields):
+// - The owner (the worker's thread) pushes and pops its local queue at the
+//   newest end; thieves take the oldest (steal()), under the pool's mutex.
+//   Each entry holds a reference to its task.
+// - The next-continuation slot holds at most one coroutine; whoever
+//   exchanges it out (the owner, or a thief on its way to parking) resumes
+//   it, so it is resumed once.
+// - A yield is resumed once the owner has run as many other items as were
+//   waiting when it yielded (noteRan()), or when there is nothing else to
+//   run, or by a thief (force): never before, so it goes behind the work
+//   that was waiting, and never stranded behind a worker that blocks.
+// - hasLocalWork() reads every part with seq_cst loads: a worker about to
+//   park announces itself and then reads it (Parking.h).
 
 #include <atomic>
 #include <condition_variable>
@@ -107,6 +123,78 @@ struct PoolWorker {
   // Items the owner ran since the oldest yield was queued (reset when one is
   // taken); relaxed: a count, read to decide when a yield is due.
   std::atomic<std::size_t> ranSinceYield{0};
+  /// Owner: takes the continuation in the next-continuation slot, if any.
+  std::coroutine_handle<> takeNext() noexcept {
+    return std::coroutine_handle<>::from_address(nextContinuation.exchange(nullptr, std::memory_order_acquire));
+  }
+  /// Thief (the pool's mutex held): takes a continuation the worker has not
+  /// resumed yet (it may be blocked); a relaxed look first.
+  std::coroutine_handle<> stealNext() noexcept {
+    if (nextContinuation.load(std::memory_order_relaxed) == nullptr) return {};
+    return takeNext();
+  }
+  /// Owner: puts `handle` in the slot (a seq_cst exchange, which publishes
+  /// it: Parking.h) and returns what was there (null if nothing).
+  std::coroutine_handle<> putNext(std::coroutine_handle<> handle) noexcept {
+    return std::coroutine_handle<>::from_address(
+        nextContinuation.exchange(handle.address(), std::memory_order_seq_cst));
+  }
+  /// Owner: the items waiting on this worker alone (its local queue and
+  /// its slot), read without a lock: a moment's count.
+  [[nodiscard]] std::size_t waitingHere() const noexcept {
+    return local.size() + (nextContinuation.load(std::memory_order_relaxed) != nullptr ? 1 : 0);
+  }
+  /// Thief (the pool's mutex held): takes the oldest task of the local
+  /// queue into `out` (its reference with it); false if the queue is empty.
+  bool steal(TaskCore*& out) noexcept {
+    while (true) {
+      switch (local.steal(out)) {
+        case WorkStealingDeque<TaskCore*>::Steal::taken: return true;
+        case WorkStealingDeque<TaskCore*>::Steal::empty: return false;
+        case WorkStealingDeque<TaskCore*>::Steal::contended: break;  // someone else took that one: look again
+      }
+    }
+  }
+  /// Any of the worker's own work is waiting (seq_cst: see the invariants).
+  [[nodiscard]] bool hasLocalWork() const noexcept {
+    return local.size() > 0 || nextContinuation.load(std::memory_order_seq_cst) != nullptr ||
+           yieldCount.load(std::memory_order_seq_cst) > 0;
+  }
+  /// Owner: `handle` yields behind the `waiting` items waiting now. False
+  /// (nothing queued) if the yields' ring cannot grow. Takes localMutex.
+  bool pushYield(std::coroutine_handle<> handle, std::size_t waiting) noexcept {
+    std::lock_guard lock(localMutex);
+    if (yields.empty()) ranSinceYield.store(0, std::memory_order_relaxed);
+    bool pushed = true;
+    try {
+      yields.push(Yield{handle, waiting});
+    } catch (...) {  // out of memory
+      pushed = false;
+    }
+    yieldCount.store(yields.size(), std::memory_order_relaxed);
+    return pushed;
+  }
+  /// The oldest yield if it is due (`force`: whatever the items run since;
+  /// a thief's, or the owner's with nothing else to run), else an empty
+  /// handle. Takes localMutex if any yield waits.
+  std::coroutine_handle<> takeYield(bool force) noexcept {
+    if (yieldCount.load(std::memory_order_relaxed) == 0) return {};
+    std::lock_guard lock(localMutex);
+    if (yields.empty()) return {};
+    if (!force && ranSinceYield.load(std::memory_order_relaxed) < yields.at(0).waiting) return {};
+    const std::coroutine_handle<> handle = yields.pop().handle;
+    yieldCount.store(yields.size(), std::memory_order_relaxed);
+    ranSinceYield.store(0, std::memory_order_relaxed);
+    return handle;
+  }
+  /// Owner: an item that was not a yield is about to run; it counts toward
+  /// the yields waiting.
+  void noteRan() noexcept {
+    if (yieldCount.load(std::memory_order_relaxed) > 0) {
+      ranSinceYield.store(ranSinceYield.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
+  }
+
   // ManualClock only: the keep-alive alarm of this idle worker (see
   // onKeepAliveAlarm); guarded by mutex_.
   TimerId keepAliveAlarm;

@@ -43,8 +43,8 @@ namespace coexec::detail {
 void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
   if (Worker* worker = tlsWorker; worker != nullptr && tlsPool == this) {
     // A hop from one of our own threads: the worker's next-continuation slot.
-    void* displaced = worker->nextContinuation.exchange(handle.address(), std::memory_order_seq_cst);
-    if (displaced == nullptr) {
+    const std::coroutine_handle<> displaced = worker->putNext(handle);
+    if (!displaced) {
       // Published by the seq_cst exchange (Parking.h; a parking worker looks
       // at every slot). In steady state the other workers search or are busy.
       if (parking_.wakeWanted()) {
@@ -53,7 +53,7 @@ void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
       }
       return;
     }
-    handle = std::coroutine_handle<>::from_address(displaced);  // the older one goes to the shared queue
+    handle = displaced;  // the older one goes to the shared queue
   }
   FactoryErrors errors;
   {
@@ -92,25 +92,14 @@ void PoolImpl::postYield(std::coroutine_handle<> handle) noexcept {
   assert(worker != nullptr && tlsPool == this && "postYield: only from a thread of this pool");
   // What is waiting now: this worker's fast slot and local queue, and the
   // shared queues (sizes read without the lock: a moment's count is enough).
-  std::size_t waiting = worker->local.size() + parking_.sharedWork() + shared_.ringSize() +
-                        (worker->nextContinuation.load(std::memory_order_relaxed) != nullptr ? 1 : 0);
+  const std::size_t waiting = worker->waitingHere() + parking_.sharedWork() + shared_.ringSize();
   if (waiting == 0 && worker->yieldCount.load(std::memory_order_relaxed) == 0) {
     // Nothing to yield to: the fast slot, as any continuation (a yield in a
     // loop on an otherwise idle pool costs no lock).
     post(handle);
     return;
   }
-  {
-    std::lock_guard local(worker->localMutex);
-    if (worker->yields.empty()) worker->ranSinceYield.store(0, std::memory_order_relaxed);
-    try {
-      worker->yields.push(Worker::Yield{handle, waiting});
-    } catch (...) {
-      waiting = SIZE_MAX;  // out of memory: fall back to the plain continuation path below
-    }
-    worker->yieldCount.store(worker->yields.size(), std::memory_order_relaxed);
-  }
-  if (waiting == SIZE_MAX) post(handle);
+  if (!worker->pushYield(handle, waiting)) post(handle);  // out of memory: the plain continuation path
 }
 
 void PoolImpl::coroutineEnding(TaskCore& /*task*/, Outcome outcome) noexcept { count(outcome); }

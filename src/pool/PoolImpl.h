@@ -29,6 +29,7 @@
 #include "admission/PoolSizes.h"
 #include "admission/Room.h"
 #include "pool/PoolTaskState.h"
+#include "pool/ScheduledItem.h"
 #include "engine/PoolWorker.h"
 #include "pool/UncaughtSink.h"
 #include "coexec/PendingTask.h"
@@ -46,7 +47,6 @@ class ThreadPoolExecutor;
 
 namespace coexec::detail {
 
-class ScheduledItem;
 class RoomWaiter;
 class TerminationWait;
 struct TemporaryJob;
@@ -328,9 +328,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   PoolLatency exitedLatency_;       // what exited workers recorded; guarded by mutex_
   OutsideLatency outsideLatency_;   // coroutine tasks' run times recorded on other threads
   // Guarded by mutex_:
-  ScheduledItem* liveItems_ = nullptr;  // live timer items (see ScheduledItem), each holding a reference
-  std::size_t liveCount_ = 0;
-  std::size_t armedCount_ = 0;  // PoolStats::scheduledCount
+  LiveItems liveItems_;  // the live timer items, the armed count (PoolTimers.h states the rules)
   bool threadRetryArmed_ = false;                          // onThreadRetry pending
   std::chrono::nanoseconds threadRetryDelay_ = kThreadRetryFirst;  // its next delay
   // Timer tasks that became due, run like continuations (DueWork.h states
@@ -450,9 +448,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   void spinForWorkLocked(std::unique_lock<std::mutex>& lock);
   // Requires: mutex_ held. True if some worker's local queue holds a task.
   [[nodiscard]] bool anyLocalWorkLocked() const noexcept;
-  // The oldest yield of `worker` (see Worker::yields) if it is due (`force`:
-  // whatever its count), or an empty handle.
-  static std::coroutine_handle<> takeYield(Worker& worker, bool force) noexcept;
 
   // Runs one work item without the pool's lock.
   void execute(Worker& worker, Work work);

@@ -71,7 +71,7 @@ void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
   if (life_.stateLocked() == PoolState::shutdown && sharedQueuedLocked() > 0) return;
   // Timers it must still run (or end), due work, and threads on their way
   // here from a timer (see ScheduledItem).
-  if (liveCount_ > 0 || due_.any() || life_.pinned()) {
+  if (liveItems_.anyLocked() || due_.any() || life_.pinned()) {
     return;
   }
   if (temporaryThreads_ > 0) return;  // RejectionPolicy::newThreadRuns(): the last one to end terminates it

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
-// A worker's local queue and its neighbours: submissions from the pool's own
-// threads (tryPushLocal), the worker's yields, popping and stealing, and the
-// drains that take local work out for shutdownNow() and discardOldest().
+// A worker's local queue as the pool uses it: submissions from the pool's
+// own threads (tryPushLocal), popping and stealing with the places of
+// bounded(n) given back, and the drains that take local work out for
+// shutdownNow() and discardOldest(). The worker's own operations on its
+// queue, its next-continuation slot and its yields are PoolWorker's
+// (src/engine/PoolWorker.h, which states their rules).
 //
 // Invariants (see PoolWorker.cpp for the worker loop that serves them):
 // - A local push is admitted work: counted in taskCount, holding a place of
@@ -17,6 +20,7 @@
 
 #include "coexec/ThreadPoolExecutor.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "pool/PoolImpl.h"
@@ -69,17 +73,6 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   return true;
 }
 
-std::coroutine_handle<> PoolImpl::takeYield(Worker& worker, bool force) noexcept {
-  if (worker.yieldCount.load(std::memory_order_relaxed) == 0) return {};
-  std::lock_guard local(worker.localMutex);
-  if (worker.yields.empty()) return {};
-  if (!force && worker.ranSinceYield.load(std::memory_order_relaxed) < worker.yields.at(0).waiting) return {};
-  const std::coroutine_handle<> handle = worker.yields.pop().handle;
-  worker.yieldCount.store(worker.yields.size(), std::memory_order_relaxed);
-  worker.ranSinceYield.store(0, std::memory_order_relaxed);
-  return handle;
-}
-
 PoolImpl::Work PoolImpl::popLocal(Worker& worker) {
   TaskCore* raw = nullptr;
   if (!worker.local.pop(raw)) return {};
@@ -90,25 +83,16 @@ PoolImpl::Work PoolImpl::popLocal(Worker& worker) {
 bool PoolImpl::stealFrom(Worker& victim, Ref<TaskCore>& out) noexcept {
   // Requires: mutex_ held (every caller holds it).
   TaskCore* raw = nullptr;
-  while (true) {
-    switch (victim.local.steal(raw)) {
-      case WorkStealingDeque<TaskCore*>::Steal::taken:
-        leftQueue(/*locked=*/true);
-        out = Ref<TaskCore>::adopt(raw);
-        return true;
-      case WorkStealingDeque<TaskCore*>::Steal::empty: return false;
-      case WorkStealingDeque<TaskCore*>::Steal::contended: break;  // someone else took that one: look again
-    }
-  }
+  if (!victim.steal(raw)) return false;
+  leftQueue(/*locked=*/true);
+  out = Ref<TaskCore>::adopt(raw);
+  return true;
 }
 
 PoolImpl::Work PoolImpl::stealLocked(Worker& thief) {
   for (Worker& victim : workers_) {
-    // A continuation its worker has not resumed yet (it may be blocked).
-    if (&victim == &thief || victim.nextContinuation.load(std::memory_order_relaxed) == nullptr) continue;
-    if (void* next = victim.nextContinuation.exchange(nullptr, std::memory_order_acquire)) {
-      return Work{{}, std::coroutine_handle<>::from_address(next), false};
-    }
+    if (&victim == &thief) continue;
+    if (std::coroutine_handle<> next = victim.stealNext()) return Work{{}, next, false};
   }
   for (Worker& victim : workers_) {
     if (&victim == &thief) continue;
@@ -116,18 +100,13 @@ PoolImpl::Work PoolImpl::stealLocked(Worker& thief) {
   }
   for (Worker& victim : workers_) {  // a yield its worker has not come back to (it may be blocked)
     if (&victim == &thief) continue;
-    if (std::coroutine_handle<> yielded = takeYield(victim, /*force=*/true)) return Work{{}, yielded, false, true};
+    if (std::coroutine_handle<> yielded = victim.takeYield(/*force=*/true)) return Work{{}, yielded, false, true};
   }
   return {};
 }
 
 bool PoolImpl::anyLocalWorkLocked() const noexcept {
-  for (const Worker& worker : workers_) {
-    if (worker.local.size() > 0) return true;
-    if (worker.nextContinuation.load(std::memory_order_seq_cst) != nullptr) return true;
-    if (worker.yieldCount.load(std::memory_order_seq_cst) > 0) return true;
-  }
-  return false;
+  return std::any_of(workers_.begin(), workers_.end(), [](const Worker& worker) { return worker.hasLocalWork(); });
 }
 
 PendingTask PoolImpl::takeOldestLocked(std::vector<Ref<TaskCore>>& joined) {

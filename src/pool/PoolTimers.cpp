@@ -83,9 +83,7 @@ void OneShotTimer::queuedTaskCancelled() noexcept {
   if (pool == nullptr) return;  // fired (it is in due_, where a worker skips it) or removed already
   TimerWork work;
   std::unique_lock lock(pool->mutex_);
-  if (armed && pool->timers_.cancel(timer)) {
-    armed = false;
-    --pool->armedCount_;
+  if (pool->liveItems_.disarmLocked(*this, pool->timers_)) {
     work.drop.push_back(std::move(task));
     pool->removeItemLocked(*this, work.release);
   }
@@ -134,9 +132,7 @@ bool PeriodicState::cancel() noexcept {
   if (pool == nullptr) return true;  // being ended by the pool already
   TimerWork work;
   std::unique_lock lock(pool->mutex_);
-  if (armed && pool->timers_.cancel(timer)) {
-    armed = false;
-    --pool->armedCount_;
+  if (pool->liveItems_.disarmLocked(*this, pool->timers_)) {
     addRef();
     work.end.emplace_back(Ref<PeriodicState>::adopt(this), nullptr);
     pool->removeItemLocked(*this, work.release);
@@ -214,13 +210,8 @@ void PoolImpl::addItemLocked(ScheduledItem& item, Clock::time_point deadline, Cl
   }
   // Room in due_ for the work of every live item and of what is already
   // there, so that handing work over (in a timer callback) never allocates.
-  due_.reserveMore(liveCount_ + 1);
-  item.retainItem();
-  item.prev = nullptr;
-  item.next = liveItems_;
-  if (liveItems_ != nullptr) liveItems_->prev = &item;
-  liveItems_ = &item;
-  ++liveCount_;
+  due_.reserveMore(liveItems_.countLocked() + 1);
+  liveItems_.addLocked(item);
   {
     std::lock_guard guarded(item.guard);
     item.pool = this;
@@ -234,19 +225,12 @@ void PoolImpl::addItemLocked(ScheduledItem& item, Clock::time_point deadline, Cl
 }
 
 void PoolImpl::removeItemLocked(ScheduledItem& item, SmallList<ScheduledItem*, 2>& released) noexcept {
-  if (item.prev != nullptr) {
-    item.prev->next = item.next;
-  } else {
-    liveItems_ = item.next;
-  }
-  if (item.next != nullptr) item.next->prev = item.prev;
-  item.prev = item.next = nullptr;
-  --liveCount_;
+  (void)liveItems_.removeLocked(item);
   {
     std::lock_guard guarded(item.guard);
     item.pool = nullptr;  // later pins find nothing
   }
-  released.push_back(&item);
+  released.push_back(&item);  // the list's reference
 }
 
 void PoolImpl::armLocked(ScheduledItem& item, Clock::time_point deadline, Clock::time_point now, TimerWork& work) {
@@ -256,10 +240,7 @@ void PoolImpl::armLocked(ScheduledItem& item, Clock::time_point deadline, Clock:
     fireLocked(item, work);    // due already: no timer
     return;
   }
-  item.timer = timers_.schedule(deadline, &PoolImpl::onTimer, &item);
-  item.armed = true;
-  item.deadline = deadline;
-  ++armedCount_;
+  liveItems_.armLocked(item, timers_.schedule(deadline, &PoolImpl::onTimer, &item), deadline);
 }
 
 void PoolImpl::fireLocked(ScheduledItem& item, TimerWork& work) {
@@ -353,8 +334,7 @@ void PoolImpl::onTimer(void* context) noexcept {
   }
   TimerWork work;
   std::unique_lock lock(pool->mutex_);
-  item.armed = false;
-  --pool->armedCount_;
+  pool->liveItems_.firedLocked(item);
   pool->fireLocked(item, work);
   pool->finishFiringLocked(lock, work);
 }
@@ -371,8 +351,7 @@ void PoolImpl::fireBatch(void* owner, TimerService::Firing* batch, std::size_t c
         continue;
       }
       auto& item = *static_cast<ScheduledItem*>(batch[i].context);
-      item.armed = false;
-      --pool->armedCount_;
+      pool->liveItems_.firedLocked(item);
       pool->fireLocked(item, work);
     }
     pool->finishFiringLocked(lock, work);
@@ -407,13 +386,11 @@ void PoolImpl::stopTimersLocked(bool now, TimerWork& work, std::vector<PendingTa
   const bool cancelOneShots = now || !runDelayedAfterShutdown_;
   const bool endPeriodic = now || !continuePeriodicAfterShutdown_;
   const char* how = now ? "shutdownNow()" : "shutdown()";
-  for (ScheduledItem* item = liveItems_; item != nullptr;) {
+  for (ScheduledItem* item = liveItems_.firstLocked(); item != nullptr;) {
     ScheduledItem* const next = item->next;
     const bool periodic = item->isPeriodic();
     if (periodic ? endPeriodic : cancelOneShots) {
-      if (item->armed && timers_.cancel(item->timer)) {
-        item->armed = false;
-        --armedCount_;
+      if (liveItems_.disarmLocked(*item, timers_)) {
         if (periodic) {
           auto* state = static_cast<PeriodicState*>(item);
           state->addRef();

@@ -6,6 +6,7 @@
 // PoolTimers.cpp for the rules and the locking.
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -20,60 +21,11 @@
 #include "coexec/detail/TaskCore.h"
 #include "foundation/SpinWait.h"
 #include "engine/TimerService.h"
+#include "pool/ScheduledItem.h"
 
 namespace coexec::detail {
 
 class PoolImpl;
-
-/// What a pool knows of one of its timers, as a mix-in of the refcounted
-/// object it belongs to. A timer item is *live* from the moment it is
-/// scheduled until it has nothing more to do for the pool (a one-shot: it
-/// fired or was cancelled; a periodic schedule: it ended), and *armed* while
-/// its timer is pending in the pool's timer service. The pool's list holds a
-/// reference to each live item.
-///
-/// Reaching the pool from an item (a Future's cancel(), a handle's cancel(),
-/// the timer's callback) goes through the pin protocol: under `guard`, read
-/// `pool` (null once the item is no longer live) and, if set, add a pin to
-/// the pool (Lifecycle::pin()); the pool does not terminate while a pin
-/// is held or an item is live, so it stays alive until the pin holder has
-/// taken its lock, done its work and dropped the pin under that lock.
-class ScheduledItem {
- public:
-  virtual void retainItem() noexcept = 0;
-  virtual void releaseItem() noexcept = 0;
-  [[nodiscard]] virtual bool isPeriodic() const noexcept = 0;
-
-  /// The pool through a pin, or null if the item is no longer live.
-  PoolImpl* pinPool() noexcept;
-
-  // Guarded by the pool's mutex_:
-  TimerId timer;                  // valid while armed
-  bool armed = false;
-  Clock::time_point deadline{};   // of the pending timer (or of the run that fired last)
-  ScheduledItem* prev = nullptr;  // the pool's list of live items
-  ScheduledItem* next = nullptr;
-
-  /// A one-byte lock for `pool` (held for a few instructions; a std::mutex
-  /// would make the item 40 bytes larger, per pending timer).
-  class Guard {
-   public:
-    void lock() noexcept {
-      while (locked_.exchange(true, std::memory_order_acquire)) {
-        while (locked_.load(std::memory_order_relaxed)) cpuRelax();
-      }
-    }
-    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-
-   private:
-    std::atomic<bool> locked_{false};
-  };
-  Guard guard;
-  PoolImpl* pool = nullptr;  // set while live; guarded by `guard`
-
- protected:
-  ~ScheduledItem() = default;
-};
 
 /// A task from schedule() while it waits for its deadline. The task holds a
 /// reference to it (TaskCore::cancelListener) so that cancelling the Future

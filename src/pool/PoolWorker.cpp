@@ -54,10 +54,9 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
   if (first) execute(*worker, Work{std::move(first), {}, true});
   while (true) {
     Work work;
-    if (void* next = worker->nextContinuation.exchange(nullptr, std::memory_order_acquire)) {
-      work.continuation = std::coroutine_handle<>::from_address(next);
-    } else if (std::coroutine_handle<> yielded; worker->yieldCount.load(std::memory_order_relaxed) > 0 &&
-                                                (yielded = takeYield(*worker, /*force=*/false))) {
+    if (std::coroutine_handle<> next = worker->takeNext()) {
+      work.continuation = next;
+    } else if (std::coroutine_handle<> yielded = worker->takeYield(/*force=*/false)) {
       work = Work{{}, yielded, false, true};
     } else {
       work = popLocal(*worker);
@@ -77,9 +76,7 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
     // Room that appeared under the lock, for producers waiting in submitWhenRoom().
     if (room_.signalled()) serveRoomWaiters();
     // Counts toward the yields waiting behind the work that was queued.
-    if (!work.yield && worker->yieldCount.load(std::memory_order_relaxed) > 0) {
-      worker->ranSinceYield.store(worker->ranSinceYield.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    }
+    if (!work.yield) worker->noteRan();
     execute(*worker, std::move(work));
   }
   if (room_.signalled()) serveRoomWaiters();  // this thread's exit made room
@@ -339,9 +336,9 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
     if (worker.handoff) return Work{std::move(worker.handoff), {}, true};
     // Its own yields are continuations of admitted work too (run even after
     // shutdown): one that is due now, or any before the worker would exit.
-    if (std::coroutine_handle<> yielded = takeYield(worker, /*force=*/false)) return Work{{}, yielded, false, true};
+    if (std::coroutine_handle<> yielded = worker.takeYield(/*force=*/false)) return Work{{}, yielded, false, true};
     const auto exitUnlessYields = [&worker]() -> Work {
-      if (std::coroutine_handle<> yielded = takeYield(worker, /*force=*/true)) return Work{{}, yielded, false, true};
+      if (std::coroutine_handle<> yielded = worker.takeYield(/*force=*/true)) return Work{{}, yielded, false, true};
       return {};
     };
     // Continuations first: they finish work already admitted, even after shutdown.

@@ -158,7 +158,7 @@ PoolStats PoolImpl::statsLocked(bool withLatency) const {
   s.waitingProducers = room_.waitersLocked() + room_.blockedLocked();
   s.discardedCount = discarded_;
   s.drainedCount = drained_;
-  s.scheduledCount = armedCount_;
+  s.scheduledCount = liveItems_.armedLocked();
   s.temporaryThreadRuns = temporaryThreadRuns_;
   return s;
 }
