@@ -173,7 +173,7 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
   decltype(workers_.begin()) it;
   try {
     parking_.reserveLocked(workers_.size() + 1);
-    name = fmt::format("{}-{}", name_, threadsCreated_ + 1);
+    name = fmt::format("{}-{}", name_, starts_.nextWorkerNumberLocked());
     // The body waits for the verdict on its thread: a factory may start the
     // body and then throw, or detach the thread and return an empty one;
     // such a thread must leave the pool alone (its worker is erased, and the
@@ -186,7 +186,7 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
   }
   poolSizeMirror_.store(workers_.size(), std::memory_order_relaxed);
   Worker* worker = &*it;
-  worker->number = ++threadsCreated_;
+  worker->number = starts_.takeWorkerNumberLocked();
   worker->name = std::move(name);
   try {
     if (recordLatency_) worker->latency = std::make_unique<WorkerLatency>();
@@ -232,10 +232,11 @@ void PoolImpl::startThreadForWaitingWorkLocked(FactoryErrors& errors) {
 }
 
 void PoolImpl::armThreadRetryLocked() noexcept {
-  if (threadRetryArmed_ || life_.stateLocked() == PoolState::terminated) return;
+  if (starts_.retryArmedLocked() || life_.stateLocked() == PoolState::terminated) return;
   try {
-    (void)timers_.schedule(detail::deadlineOn(clock_.now(), threadRetryDelay_), &PoolImpl::onThreadRetry, this);
-    threadRetryArmed_ = true;
+    (void)timers_.schedule(detail::deadlineOn(clock_.now(), starts_.retryDelayLocked()), &PoolImpl::onThreadRetry,
+                           this);
+    starts_.noteRetryArmedLocked();
   } catch (...) {  // std::bad_alloc, std::system_error: the next due timer or submission tries again
   }
 }
@@ -245,16 +246,15 @@ void PoolImpl::onThreadRetry(void* context) noexcept {
   FactoryErrors errors;
   {
     std::lock_guard lock(pool->mutex_);
-    pool->threadRetryArmed_ = false;
-    if (!pool->life_.aliveLocked() || !pool->workers_.empty() ||
-        !pool->workWaitsLocked()) {
-      pool->threadRetryDelay_ = kThreadRetryFirst;
+    pool->starts_.noteRetryFiredLocked();
+    if (!pool->life_.aliveLocked() || !pool->workers_.empty() || !pool->workWaitsLocked()) {
+      pool->starts_.resetRetryLocked();
     } else {
       PendingTask none;
       if (pool->addWorkerLocked(none, errors) || !pool->workers_.empty()) {
-        pool->threadRetryDelay_ = kThreadRetryFirst;
+        pool->starts_.resetRetryLocked();
       } else {
-        pool->threadRetryDelay_ = std::min<std::chrono::nanoseconds>(pool->threadRetryDelay_ * 2, kThreadRetryMost);
+        pool->starts_.backOffRetryLocked();
         pool->armThreadRetryLocked();
       }
     }

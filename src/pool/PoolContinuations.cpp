@@ -157,7 +157,7 @@ bool PoolImpl::runOutside(Ref<TaskCore>& task, Outside where) noexcept {
     if (life_.stateLocked() != PoolState::running) return false;
     life_.inFlight.hold();
   } else {
-    // A temporary thread keeps the pool from terminating (temporaryThreads_)
+    // A temporary thread keeps the pool from terminating (its place in starts_)
     // until it has dropped its references: the increment cannot race with
     // termination, and the thread's lock on its way out publishes it.
     life_.inFlight.hold();

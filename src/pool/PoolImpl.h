@@ -28,6 +28,7 @@
 #include "engine/SharedQueue.h"
 #include "admission/PoolSizes.h"
 #include "admission/Room.h"
+#include "admission/ThreadStarts.h"
 #include "pool/PoolTaskState.h"
 #include "pool/ScheduledItem.h"
 #include "engine/PoolWorker.h"
@@ -309,15 +310,13 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   RingBuffer<std::coroutine_handle<>> continuations_;
   std::list<Worker> workers_;
   std::vector<std::thread> exited_;  // threads of exited workers, not yet joined
-  std::size_t threadsCreated_ = 0;
   std::uint64_t discarded_ = 0;
   std::uint64_t drained_ = 0;
   std::uint64_t rejected_ = 0;
-  // Threads of RejectionPolicy::newThreadRuns() alive now (see
-  // TemporaryThreads.cpp); the pool does not terminate while any is.
-  std::size_t temporaryThreads_ = 0;
-  std::size_t temporaryThreadsStarted_ = 0;  // names them "<name>-tmp-<k>"
-  std::uint64_t temporaryThreadRuns_ = 0;    // PoolStats::temporaryThreadRuns
+  // Worker numbers, the retry of a failed start, the places of
+  // RejectionPolicy::newThreadRuns()'s temporary threads (ThreadStarts.h
+  // states the rules).
+  ThreadStarts starts_;
 
   // ---- timers (PoolTimers.cpp) ----------------------------------------------
   Clock& clock_;
@@ -329,8 +328,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   OutsideLatency outsideLatency_;   // coroutine tasks' run times recorded on other threads
   // Guarded by mutex_:
   LiveItems liveItems_;  // the live timer items, the armed count (PoolTimers.h states the rules)
-  bool threadRetryArmed_ = false;                          // onThreadRetry pending
-  std::chrono::nanoseconds threadRetryDelay_ = kThreadRetryFirst;  // its next delay
   // Timer tasks that became due, run like continuations (DueWork.h states
   // the rules; pushes happen under mutex_ too).
   DueWork due_;
@@ -384,8 +381,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   static void onKeepAliveAlarm(void* context) noexcept;
   /// Work with no thread to run it, because the thread factory failed when
   /// the work arrived and no worker exists (core 0, or every thread timed
-  /// out): tries again to start one, after kThreadRetryFirst, doubling up to
-  /// kThreadRetryMost while the factory keeps failing (PoolAdmission.cpp).
+  /// out): tries again to start one, after ThreadStarts::kRetryFirst,
+  /// doubling up to kRetryMost while the factory keeps failing
+  /// (PoolAdmission.cpp).
   /// Without it the work would wait for a later submission that may never
   /// come, and the pool would never terminate. A timer callback on the
   /// pool's clock (`context` is the pool).
@@ -400,8 +398,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   /// the factory fails, arms onThreadRetry. The factory's errors go to
   /// `errors`, for reportFactoryErrors() once the lock is released.
   void startThreadForWaitingWorkLocked(FactoryErrors& errors);
-  static constexpr std::chrono::milliseconds kThreadRetryFirst{1};
-  static constexpr std::chrono::milliseconds kThreadRetryMost{1000};
 
   // Scheduler: sleeps on this pool's threads use its clock.
   TimerService* timerService() noexcept override;

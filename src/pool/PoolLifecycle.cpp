@@ -74,7 +74,8 @@ void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
   if (liveItems_.anyLocked() || due_.any() || life_.pinned()) {
     return;
   }
-  if (temporaryThreads_ > 0) return;  // RejectionPolicy::newThreadRuns(): the last one to end terminates it
+  // RejectionPolicy::newThreadRuns(): the last temporary thread to end terminates it.
+  if (starts_.temporaryAliveLocked() > 0) return;
   life_.beginTerminationLocked();
   if (hooks_.terminated) {
     lock.unlock();

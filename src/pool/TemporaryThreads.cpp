@@ -3,10 +3,10 @@
 // thread, outside the pool's bounds.
 //
 // Invariants:
-// - temporaryThreads_ (guarded by mutex_) counts the temporary threads from
-//   the reservation of their place until their task has run and every
-//   reference they held is dropped; the pool does not terminate while it is
-//   above 0 (tryTerminateLocked), and the thread that brings it to 0
+// - A temporary thread holds a place (starts_, ThreadStarts.h) from its
+//   reservation until its task has run and every reference it held is
+//   dropped; the pool does not terminate while one is held
+//   (tryTerminateLocked), and the thread that gives the last one back
 //   terminates the pool if it is done, under the lock, as the last thing it
 //   does with the pool (close() frees the pool only after it has taken the
 //   lock and seen TERMINATED).
@@ -42,10 +42,9 @@ bool PoolImpl::runOnTemporaryThread(PendingTask& task, std::size_t maxThreads) {
   std::size_t number = 0;
   {
     std::lock_guard lock(mutex_);
-    if (life_.stateLocked() != PoolState::running || temporaryThreads_ >= maxThreads) return false;
-    ++temporaryThreads_;
-    ++temporaryThreadRuns_;
-    number = ++temporaryThreadsStarted_;
+    if (life_.stateLocked() != PoolState::running) return false;
+    number = starts_.reserveTemporaryLocked(maxThreads);
+    if (number == 0) return false;  // at the cap
   }
   try {
     job->threadName = fmt::format("{}-tmp-{}", name_, number);
@@ -57,8 +56,7 @@ bool PoolImpl::runOnTemporaryThread(PendingTask& task, std::size_t maxThreads) {
   } catch (...) {                                        // std::bad_alloc, or std::system_error: no thread
     if (job->task.valid()) task = std::move(job->task);  // back to the caller, for the abort
     std::unique_lock lock(mutex_);
-    --temporaryThreads_;
-    --temporaryThreadRuns_;
+    starts_.unreserveTemporaryLocked();
     tryTerminateLocked(lock);
     return false;
   }
@@ -87,7 +85,7 @@ void PoolImpl::runTemporary(std::unique_ptr<TemporaryJob> job) noexcept {
   }  // the task's references go here (its captures, maybe its report), while the pool is alive
   job.reset();
   std::unique_lock lock(mutex_);
-  --temporaryThreads_;
+  starts_.temporaryEndedLocked();
   tryTerminateLocked(lock);
   // The lock is released last: the pool may be freed as soon as it is.
 }

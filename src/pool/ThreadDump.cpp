@@ -36,7 +36,7 @@ ThreadDump PoolImpl::dumpLocked() const {
   ThreadDump dump;
   dump.stats = statsLocked();
   dump.workers.reserve(workers_.size());
-  dump.temporaryThreads = temporaryThreads_;
+  dump.temporaryThreads = starts_.temporaryAliveLocked();
   for (const Worker& worker : workers_) {
     WorkerDump entry;
     entry.name = worker.name;

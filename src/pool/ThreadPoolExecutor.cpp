@@ -159,7 +159,7 @@ PoolStats PoolImpl::statsLocked(bool withLatency) const {
   s.discardedCount = discarded_;
   s.drainedCount = drained_;
   s.scheduledCount = liveItems_.armedLocked();
-  s.temporaryThreadRuns = temporaryThreadRuns_;
+  s.temporaryThreadRuns = starts_.temporaryRunsLocked();
   return s;
 }
 
