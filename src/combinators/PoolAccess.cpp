@@ -33,7 +33,7 @@ void ThreadPoolExecutor::throwIfShutdown(const char* operation, std::size_t task
   if (impl_->stateMirror_.load(std::memory_order_acquire) == PoolState::running) return;
   detail::PoolImpl& p = *impl_;
   std::lock_guard lock(p.mutex_);
-  p.rejected_ += tasks;  // in the same snapshot as the refusal
+  p.tallies_.countRejectedLocked(tasks);  // in the same snapshot as the refusal
   throw RejectedExecution(
       fmt::format("{}: the pool is shut down and accepts no new tasks (none was started)", operation), p.statsLocked());
 }

@@ -25,6 +25,7 @@
 
 #include "coexec/Errors.h"
 #include "coexec/detail/CombinatorAccess.h"
+#include "foundation/IntrusiveLinks.h"
 
 namespace coexec {
 namespace detail {
@@ -79,10 +80,7 @@ GroupState::~GroupState() {
 bool GroupState::enter(GroupChildBase& child) noexcept {
   std::lock_guard lock(mutex_);
   if (stopped_) return false;
-  child.prev_ = nullptr;
-  child.next_ = head_;
-  if (head_ != nullptr) head_->prev_ = &child;
-  head_ = &child;
+  IntrusiveLinks<GroupChildBase, &GroupChildBase::prev_, &GroupChildBase::next_>::pushFront(head_, child);
   child.linked_ = true;
   ++live_;
   return true;
@@ -90,13 +88,7 @@ bool GroupState::enter(GroupChildBase& child) noexcept {
 
 void GroupState::unlinkLocked(GroupChildBase& child) noexcept {
   if (!child.linked_) return;
-  if (child.prev_ != nullptr) {
-    child.prev_->next_ = child.next_;
-  } else {
-    head_ = child.next_;
-  }
-  if (child.next_ != nullptr) child.next_->prev_ = child.prev_;
-  child.prev_ = child.next_ = nullptr;
+  IntrusiveLinks<GroupChildBase, &GroupChildBase::prev_, &GroupChildBase::next_>::unlink(head_, child);
   child.linked_ = false;
   --live_;
 }

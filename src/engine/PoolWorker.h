@@ -46,9 +46,10 @@ namespace coexec::detail {
 /// Counters one thread updates without the pool's lock. Each worker has its
 /// own set, on its own cache line, so that workers never write to a line
 /// another worker's counters live on; threads outside the pool (and
-/// admission under the lock) use `outside_`, which also receives the counts
-/// of exited workers. stats() sums them under the pool's lock, the outcomes
-/// of every set before the task counts (see statsLocked()).
+/// admission under the lock) use the outside set (the pool's Tallies), which
+/// also receives the counts of exited workers. stats() sums them under the
+/// pool's lock, the outcomes of every set before the task counts
+/// (Tallies.h).
 ///
 /// A worker's set is written by that worker while it runs, with a plain
 /// load and store (addOwn: no read-modify-write), and by the thread that
@@ -64,11 +65,11 @@ struct alignas(64) PoolCounters {
   // line the worker writes for every task anyway: one word, so that a
   // task's start costs one store and a coarse clock read (see
   // runningWord()). Written by the worker alone (relaxed: a dump reads it
-  // as a hint); unused in outside_.
+  // as a hint); unused in the outside set.
   std::atomic<std::uint64_t> running{0};  // 0: no task
   // Coroutine tasks the worker started, and coroutine tasks that finished on
   // its thread (whoever started them): see InFlight.h.
-  // Written by the worker alone (addOwn); unused in outside_.
+  // Written by the worker alone (addOwn); unused in the outside set.
   std::atomic<std::uint64_t> coroutinesStarted{0};
   std::atomic<std::uint64_t> coroutinesFinished{0};
 };

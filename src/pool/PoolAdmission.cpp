@@ -329,7 +329,7 @@ bool ThreadPoolExecutor::tryAdmit(PendingTask& task, bool countRejection) {
       // In the same snapshot as the refusal. Under block() the count waits
       // for the policy's verdict (offerWithin): a task admitted after
       // waiting for room was not refused.
-      if (countRejection && p.policy_.name() != "block") ++p.rejected_;
+      if (countRejection && p.policy_.name() != "block") p.tallies_.countRejectedLocked();
       detail::noteRejectReason(task.core_.get(), p.saturationReasonLocked(!errors.empty()));
     }
   }
@@ -360,9 +360,9 @@ bool ThreadPoolExecutor::evictOldest() {
     if (!victim.valid()) return false;
     p.publishSharedWorkLocked();
     if (victim.isCancelled()) {
-      p.outside_.cancelled.fetch_add(1, std::memory_order_relaxed);
+      p.tallies_.outside().cancelled.fetch_add(1, std::memory_order_relaxed);
     } else {
-      ++p.discarded_;
+      p.tallies_.countDiscardedLocked();
     }
   }
   victim.core_->abandon(std::make_exception_ptr(RejectedExecution(
@@ -399,7 +399,7 @@ bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds
     // The pool's own block() policy: the refusal was not counted yet (see
     // tryAdmit); a wait that ended in admission is a wait, not a refusal.
     const bool ownBlock = p.policy_.name() == "block";
-    if (!admitted && ownBlock) ++p.rejected_;
+    if (!admitted && ownBlock) p.tallies_.countRejectedLocked();
     if (admitted && (waited || ownBlock)) ++p.room_.waitedForRoom;
   }
   p.reportFactoryErrors(errors);
@@ -444,7 +444,7 @@ std::size_t ThreadPoolExecutor::purge() {
     }
     p.room_.release(removed.size());
     p.publishSharedWorkLocked();
-    p.outside_.cancelled.fetch_add(removed.size(), std::memory_order_relaxed);
+    p.tallies_.outside().cancelled.fetch_add(removed.size(), std::memory_order_relaxed);
     if (!removed.empty() && p.room_.blockedLocked() > 0) p.room_.available.notify_all();
   }
   if (!removed.empty() && p.room_.anyWaiting()) p.serveRoomWaiters();

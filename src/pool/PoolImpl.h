@@ -31,6 +31,7 @@
 #include "admission/ThreadStarts.h"
 #include "pool/PoolTaskState.h"
 #include "pool/ScheduledItem.h"
+#include "pool/Tallies.h"
 #include "engine/PoolWorker.h"
 #include "pool/UncaughtSink.h"
 #include "coexec/PendingTask.h"
@@ -243,13 +244,17 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   // Hands life_'s whenTerminated() awaiters back (PoolTermination.cpp).
   void resumeTerminationWaitersLocked(std::unique_lock<std::mutex>& lock);  // Requires: mutex_ held; TERMINATED
 
-  Counters outside_;  // see Counters
+  // The counters of threads that are not workers (and of exited workers),
+  // the rejected, discarded and drained counts, the latency recorded
+  // outside the workers (Tallies.h states the rules).
+  Tallies tallies_;
   /// Adds `n` to a counter of the calling worker's own set (see Counters).
   template <class T>
   static void addOwn(std::atomic<T>& counter, T n, std::memory_order order) noexcept {
     counter.store(counter.load(std::memory_order_relaxed) + n, order);
   }
-  /// The counters the calling thread updates: its worker's, or outside_.
+  /// The counters the calling thread updates: its worker's, or the outside
+  /// ones (tallies_).
   Counters& countersHere() noexcept;  // defined below: inline on the submit path
   // The idle workers and the wake-up protocol (Parking.h states the rules).
   Parking parking_;
@@ -310,9 +315,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   RingBuffer<std::coroutine_handle<>> continuations_;
   std::list<Worker> workers_;
   std::vector<std::thread> exited_;  // threads of exited workers, not yet joined
-  std::uint64_t discarded_ = 0;
-  std::uint64_t drained_ = 0;
-  std::uint64_t rejected_ = 0;
   // Worker numbers, the retry of a failed start, the places of
   // RejectionPolicy::newThreadRuns()'s temporary threads (ThreadStarts.h
   // states the rules).
@@ -323,9 +325,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   ManualClock* const manualClock_;  // clock_, if it is a ManualClock (keep-alive then waits on it)
   const bool runDelayedAfterShutdown_;
   const bool continuePeriodicAfterShutdown_;
-  const bool recordLatency_;        // ThreadPoolOptions::recordLatency
-  PoolLatency exitedLatency_;       // what exited workers recorded; guarded by mutex_
-  OutsideLatency outsideLatency_;   // coroutine tasks' run times recorded on other threads
+  const bool recordLatency_;  // ThreadPoolOptions::recordLatency
   // Guarded by mutex_:
   LiveItems liveItems_;  // the live timer items, the armed count (PoolTimers.h states the rules)
   // Timer tasks that became due, run like continuations (DueWork.h states
@@ -463,8 +463,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   // its Future settles.
   void runTask(Worker& worker, TaskCore& task);
   // Adds a task's outcome to the counters: on one of our workers its own,
-  // else outside_. Called before the task's Future settles, so that a
-  // stats() read after the settlement counts the task.
+  // else the outside ones (tallies_). Called before the task's Future
+  // settles, so that a stats() read after the settlement counts the task.
   void count(Outcome outcome) noexcept;
   static void countBeforeSettle(void* pool, Outcome outcome) noexcept { static_cast<PoolImpl*>(pool)->count(outcome); }
   [[nodiscard]] bool quiescentLocked() const noexcept;
@@ -505,7 +505,7 @@ inline thread_local PoolImpl::Worker* tlsWorker = nullptr;
 inline thread_local const std::string* tlsWorkerName = nullptr;
 
 inline PoolImpl::Counters& PoolImpl::countersHere() noexcept {
-  return tlsPool == this && tlsWorker != nullptr ? tlsWorker->counters : outside_;
+  return tlsPool == this && tlsWorker != nullptr ? tlsWorker->counters : tallies_.outside();
 }
 
 }  // namespace coexec::detail

@@ -6,10 +6,10 @@
 // - A worker's recorders (Worker::latency) have one writer, the worker, for
 //   the tasks it runs (runTimed(): dequeued ones from execute(), joined ones
 //   from runJoined()); stats() and latency() read them under mutex_.
-// - A worker that exits adds its recorders to exitedLatency_ under mutex_
-//   (workerExitedLocked), whose buckets exist from the pool's construction:
-//   no snapshot counts a sample twice or misses it, and the exit never
-//   allocates.
+// - A worker that exits adds its recorders to the pool's tallies under
+//   mutex_ (workerExitedLocked, Tallies::addExitedLocked()), whose buckets
+//   exist from the pool's construction: no snapshot counts a sample twice or
+//   misses it, and the exit never allocates.
 // - The admission stamp (PoolTaskState::stampAdmission(), PoolImpl::stampAdmission()) is written
 //   before the task is published, by whoever admits it: submit's three
 //   paths (tryPushLocal, tryInject, tryAdmitLocked) and a timer's firing
@@ -54,20 +54,13 @@ void PoolImpl::recordCoroutineRun(const TaskCore& task) noexcept {
     worker->latency->runTime.record(ran);  // this worker's own recorder
     return;
   }
-  outsideLatency_.record(ran);  // finished on another thread: the shared recorder
+  tallies_.recordOutsideRun(ran);  // finished on another thread: the shared recorder
 }
 
 PoolLatency PoolImpl::latencyLocked() const {
   PoolLatency merged;
   if (!recordLatency_) return merged;
-  merged.queueWait.merge(exitedLatency_.queueWait);
-  merged.runTime.merge(exitedLatency_.runTime);
-  outsideLatency_.runTime->addTo(merged.runTime);
-  for (const Worker& worker : workers_) {
-    if (worker.latency == nullptr) continue;  // (every worker has them when recording is on)
-    worker.latency->queueWait.addTo(merged.queueWait);
-    worker.latency->runTime.addTo(merged.runTime);
-  }
+  tallies_.mergeLatencyLocked(merged, workers_);
   return merged;
 }
 

@@ -9,8 +9,8 @@
 // - TERMINATED is entered by tryTerminateLocked, when no worker is left and
 //   nothing is queued, in flight, pinned or waiting to resume; the
 //   terminated hook runs before it, with the lock released.
-// - A worker's counters move to outside_ when it exits, under mutex_, so
-//   stats() never counts them twice or not at all.
+// - A worker's counters move to the pool's tallies when it exits, under
+//   mutex_, so stats() never counts them twice or not at all (Tallies.h).
 
 #include "coexec/ThreadPoolExecutor.h"
 
@@ -28,17 +28,10 @@ namespace coexec {
 namespace detail {
 
 void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& lock) {
-  // Its counts move to outside_ under the lock stats() holds: no snapshot
-  // sees them twice or not at all. Nothing else writes them now (it is idle).
+  // Its counts move to the tallies under the lock stats() holds. Nothing
+  // else writes them now (it is idle).
+  tallies_.addExitedLocked(*worker);
   const Counters& gone = worker->counters;
-  outside_.tasks.fetch_add(gone.tasks.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  outside_.completed.fetch_add(gone.completed.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  outside_.failed.fetch_add(gone.failed.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  outside_.cancelled.fetch_add(gone.cancelled.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  if (worker->latency != nullptr) {  // buckets reserved at construction: no allocation here
-    worker->latency->queueWait.addTo(exitedLatency_.queueWait);
-    worker->latency->runTime.addTo(exitedLatency_.runTime);
-  }
   life_.inFlight.workerExitedLocked(gone.coroutinesStarted.load(std::memory_order_relaxed) -
                                gone.coroutinesFinished.load(std::memory_order_relaxed));
   exited_.push_back(std::move(worker->thread));
@@ -145,10 +138,10 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     p.life_.pin();  // settled before the pool may terminate
     for (PendingTask& task : queued) {
       if (task.isCancelled()) {
-        p.outside_.cancelled.fetch_add(1, std::memory_order_relaxed);
+        p.tallies_.outside().cancelled.fetch_add(1, std::memory_order_relaxed);
         cancelled.push_back(std::move(task));
       } else {
-        ++p.drained_;
+        p.tallies_.countDrainedLocked();
         unrun.push_back(std::move(task));
       }
     }

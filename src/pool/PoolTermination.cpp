@@ -44,6 +44,7 @@
 #include "coexec/detail/Time.h"
 #include "pool/PoolImpl.h"
 #include "engine/TimerService.h"
+#include "foundation/IntrusiveLinks.h"
 
 namespace coexec {
 namespace detail {
@@ -77,9 +78,7 @@ bool TerminationWait::suspend(std::coroutine_handle<> awaiting) {
     timerSlot_ = timer.slot;
     timerGeneration_ = timer.generation;
   }
-  next_ = p.life_.waiters;
-  if (next_ != nullptr) next_->prev_ = this;
-  p.life_.waiters = this;
+  IntrusiveLinks<TerminationWait, &TerminationWait::prev_, &TerminationWait::next_>::pushFront(p.life_.waiters, *this);
   linked_ = true;
   suspended_ = true;
   return true;  // T or F resumes it once mutex_ is released: `this` is not touched again here
@@ -98,12 +97,8 @@ void TerminationWait::onTimeout(void* self) noexcept {
   {
     std::lock_guard lock(p.mutex_);
     if (awaiter->linked_) {  // the timeout came first
-      if (awaiter->prev_ != nullptr) {
-        awaiter->prev_->next_ = awaiter->next_;
-      } else {
-        p.life_.waiters = awaiter->next_;
-      }
-      if (awaiter->next_ != nullptr) awaiter->next_->prev_ = awaiter->prev_;
+      IntrusiveLinks<TerminationWait, &TerminationWait::prev_, &TerminationWait::next_>::unlink(p.life_.waiters,
+                                                                                                *awaiter);
       awaiter->linked_ = false;
       awaiter->terminated_ = false;
     } else {  // T unlinked it and left it to us, with a hold

@@ -205,7 +205,7 @@ TimerService* PoolImpl::timerService() noexcept { return &timers_; }
 void PoolImpl::addItemLocked(ScheduledItem& item, Clock::time_point deadline, Clock::time_point now,
                              TimerWork& work) {
   if (life_.stateLocked() != PoolState::running) {
-    ++rejected_;
+    tallies_.countRejectedLocked();
     throw RejectedExecution("the pool is shut down and accepts no new scheduled tasks", statsLocked());
   }
   // Room in due_ for the work of every live item and of what is already

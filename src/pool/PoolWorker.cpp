@@ -218,14 +218,14 @@ void PoolImpl::count(Outcome outcome) noexcept {
   // release: a stats() reader that sees the outcome sees the task's admission
   // (which happened before the task was handed to this thread).
   const bool own = tlsPool == this && tlsWorker != nullptr;
-  Counters& counters = own ? tlsWorker->counters : outside_;
+  Counters& counters = own ? tlsWorker->counters : tallies_.outside();
   std::atomic<std::uint64_t>& counter = outcome == Outcome::completed ? counters.completed
                                         : outcome == Outcome::failed  ? counters.failed
                                                                       : counters.cancelled;
   if (own) {
     addOwn<std::uint64_t>(counter, 1, std::memory_order_release);
   } else {
-    counter.fetch_add(1, std::memory_order_release);  // outside_ has many writers
+    counter.fetch_add(1, std::memory_order_release);  // the outside counters have many writers
   }
 }
 

@@ -70,7 +70,7 @@ bool RoomWaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context)
   const auto refuseNow = [&] {
     {
       std::lock_guard lock(p.mutex_);
-      ++p.rejected_;
+      p.tallies_.countRejectedLocked();
     }
     error_ = std::make_exception_ptr(
         RejectedExecution("the pool is shut down and accepts no new tasks (submitWhenRoom)", pool.stats()));
@@ -97,7 +97,7 @@ bool RoomWaiter::suspend(std::coroutine_handle<> awaiting, TaskContext* context)
   try {
     std::lock_guard lock(p.mutex_);
     if (p.life_.stateLocked() != PoolState::running) {
-      ++p.rejected_;
+      p.tallies_.countRejectedLocked();
       refused = true;
     } else {
       if (timed_) {
@@ -280,7 +280,7 @@ RoomWaiter* PoolImpl::endRoomWaitsLocked() noexcept {
   while (RoomWaiter* head = room_.headLocked()) {
     removeRoomWaiterLocked(*head);
     head->outcome_ = RoomWaiter::Outcome::shutDown;
-    ++rejected_;
+    tallies_.countRejectedLocked();
     head->nextEnded_ = ended;
     ended = head;
   }

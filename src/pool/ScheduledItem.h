@@ -12,6 +12,7 @@
 
 #include "coexec/Clock.h"
 #include "engine/TimerService.h"
+#include "foundation/IntrusiveLinks.h"
 #include "foundation/SpinWait.h"
 
 namespace coexec::detail {
@@ -91,21 +92,12 @@ class LiveItems {
   /// Makes `item` live: the list takes a reference to it.
   void addLocked(ScheduledItem& item) noexcept {
     item.retainItem();
-    item.prev = nullptr;
-    item.next = head_;
-    if (head_ != nullptr) head_->prev = &item;
-    head_ = &item;
+    Links::pushFront(head_, item);
     ++count_;
   }
   /// Takes `item` (live) off the list; returns the list's reference in it.
   ScheduledItem& removeLocked(ScheduledItem& item) noexcept {
-    if (item.prev != nullptr) {
-      item.prev->next = item.next;
-    } else {
-      head_ = item.next;
-    }
-    if (item.next != nullptr) item.next->prev = item.prev;
-    item.prev = item.next = nullptr;
+    Links::unlink(head_, item);
     --count_;
     return item;
   }
@@ -131,6 +123,7 @@ class LiveItems {
   }
 
  private:
+  using Links = IntrusiveLinks<ScheduledItem, &ScheduledItem::prev, &ScheduledItem::next>;
   ScheduledItem* head_ = nullptr;
   std::size_t count_ = 0;
   std::size_t armed_ = 0;

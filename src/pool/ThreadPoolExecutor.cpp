@@ -97,6 +97,7 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
       hooks_(std::move(options.hooks)),
       sink_(Ref<UncaughtSink>::adopt(
           new UncaughtSink(name_, std::move(options.uncaughtExceptionHandler), options.reportUnobservedFailures))),
+      tallies_(options.recordLatency),
       localQueues_(options.workQueue.kind() == WorkQueue::Kind::bounded ||
                    options.workQueue.kind() == WorkQueue::Kind::unbounded),
       shared_(options.workQueue, localQueues_ ? injectCapacity(options.workQueue) : 0),
@@ -110,8 +111,6 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
       recordLatency_(options.recordLatency),
       timers_(clock_) {
   if (recordLatency_) {
-    reserveLatency(exitedLatency_);  // so that a worker's exit never allocates
-    outsideLatency_.runTime = std::make_unique<LatencyRecorder>();
     enableRunSegments();  // resume() keeps the threads' claims from now on (RunSegments.h)
   }
   timers_.setBatchFirer(&PoolImpl::fireBatch, this);
@@ -124,24 +123,18 @@ PoolStats PoolImpl::statsLocked(bool withLatency) const {
     s.queueWait = LatencySummary::of(std::move(latency.queueWait));
     s.runTime = LatencySummary::of(std::move(latency.runTime));
   }
-  // Outcomes before taskCount (acquire): every outcome counted was admitted
-  // first, so the snapshot never shows more outcomes than tasks.
-  const auto sum = [this](auto field, std::memory_order order) {
-    std::uint64_t total = (outside_.*field).load(order);
-    for (const Worker& worker : workers_)
-      total += (worker.counters.*field).load(order);
-    return total;
-  };
-  s.completedTaskCount = sum(&Counters::completed, std::memory_order_acquire);
-  s.failedCount = sum(&Counters::failed, std::memory_order_acquire);
-  s.cancelledCount = sum(&Counters::cancelled, std::memory_order_acquire);
-  s.taskCount = sum(&Counters::tasks, std::memory_order_acquire);
+  // Outcomes before taskCount (acquire; Tallies.h): the snapshot never shows
+  // more outcomes than tasks.
+  s.completedTaskCount = tallies_.sum(&Counters::completed, workers_, std::memory_order_acquire);
+  s.failedCount = tallies_.sum(&Counters::failed, workers_, std::memory_order_acquire);
+  s.cancelledCount = tallies_.sum(&Counters::cancelled, workers_, std::memory_order_acquire);
+  s.taskCount = tallies_.sum(&Counters::tasks, workers_, std::memory_order_acquire);
   s.name = name_;
   s.state = life_.stateLocked();
   s.corePoolSize = sizes_.coreLocked();
   s.maximumPoolSize = sizes_.maximumLocked();
   s.poolSize = workers_.size();
-  s.activeCount = static_cast<std::size_t>(sum(&Counters::active, std::memory_order_relaxed));
+  s.activeCount = tallies_.active(workers_);
   s.largestPoolSize = sizes_.largestLocked();
   // Each queue's size at one instant (sizeAtOneInstant, not size(), which
   // may count a ring's pops and pushes from two moments and so report more
@@ -153,11 +146,11 @@ PoolStats PoolImpl::statsLocked(bool withLatency) const {
   for (const Worker& worker : workers_)
     s.localQueueSize += worker.local.sizeAtOneInstant();
   s.queueCapacity = queueSpec_.capacity();
-  s.rejectedCount = rejected_;
+  s.rejectedCount = tallies_.rejectedLocked();
   s.waitedForRoomCount = room_.waitedForRoom;
   s.waitingProducers = room_.waitersLocked() + room_.blockedLocked();
-  s.discardedCount = discarded_;
-  s.drainedCount = drained_;
+  s.discardedCount = tallies_.discardedLocked();
+  s.drainedCount = tallies_.drainedLocked();
   s.scheduledCount = liveItems_.armedLocked();
   s.temporaryThreadRuns = starts_.temporaryRunsLocked();
   return s;
