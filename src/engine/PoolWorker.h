@@ -85,7 +85,7 @@ inline std::uint64_t runningWord(std::uint32_t nameId) noexcept {
 }
 
 /// One thread of the pool: its counters, its thread, its local queue and
-/// the work handed or posted to it. An element of PoolImpl::workers_
+/// the work handed or posted to it. An element of the pool's WorkerList
 /// (guarded by the pool's mutex_) while its thread runs (PoolWorker.cpp).
 struct PoolWorker {
   PoolCounters counters;
@@ -104,7 +104,7 @@ struct PoolWorker {
   // The continuation this worker made ready last (a coroutine that hopped
   // back onto this pool from one of its threads): the worker resumes it as
   // soon as the current item returns, with no lock and no wake-up. Other
-  // workers take it only on their way to parking (stealLocked), so a
+  // workers take it only on their way to parking (WorkerList.h), so a
   // worker that blocks after the hop cannot strand it. Written with
   // exchange by the owner (post) and by thieves.
   alignas(64) std::atomic<void*> nextContinuation{nullptr};
@@ -114,7 +114,7 @@ struct PoolWorker {
   // other work) before it resumes the yield, so a yield goes behind the
   // work already waiting and is not starved by work that comes later.
   // Guarded by localMutex; other workers take them on their way to parking
-  // (stealLocked), so a worker that blocks cannot strand them.
+  // (WorkerList.h), so a worker that blocks cannot strand them.
   struct Yield {
     std::coroutine_handle<> handle;
     std::size_t waiting = 0;

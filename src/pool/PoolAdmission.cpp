@@ -170,7 +170,7 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
   // the queue or the policy).
   std::string name;
   std::shared_ptr<Launch> launch;
-  decltype(workers_.begin()) it;
+  WorkerList::iterator it;
   try {
     parking_.reserveLocked(workers_.size() + 1);
     name = fmt::format("{}-{}", name_, starts_.nextWorkerNumberLocked());
@@ -179,12 +179,11 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
     // such a thread must leave the pool alone (its worker is erased, and the
     // pool may be gone by the time the thread runs).
     launch = std::make_shared<Launch>();
-    it = workers_.emplace(workers_.end());
+    it = workers_.addLocked();
   } catch (...) {
     noteFactoryError(errors, std::current_exception());
     return false;
   }
-  poolSizeMirror_.store(workers_.size(), std::memory_order_relaxed);
   Worker* worker = &*it;
   worker->number = starts_.takeWorkerNumberLocked();
   worker->name = std::move(name);
@@ -203,8 +202,7 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
     worker->thread = std::move(thread);
   } catch (...) {
     launch->decide(false);
-    workers_.erase(it);
-    poolSizeMirror_.store(workers_.size(), std::memory_order_relaxed);
+    workers_.discardLocked(it);
     noteFactoryError(errors, std::current_exception());
     return false;
   }

@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,6 +32,7 @@
 #include "pool/ScheduledItem.h"
 #include "pool/Tallies.h"
 #include "engine/PoolWorker.h"
+#include "engine/WorkerList.h"
 #include "pool/UncaughtSink.h"
 #include "coexec/PendingTask.h"
 #include "coexec/PoolStats.h"
@@ -259,7 +259,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   // The idle workers and the wake-up protocol (Parking.h states the rules).
   Parking parking_;
   alignas(64) std::atomic<PoolState> stateMirror_{PoolState::running};  // life_'s state, readable without the lock
-  std::atomic<std::size_t> poolSizeMirror_{0};                          // workers_.size(), ditto
+  std::atomic<std::size_t> poolSizeMirror_{0};                          // workers_.size() (written by workers_), ditto
 
   std::atomic<std::size_t> coreMirror_{0};     // sizes_' corePoolSize, ditto
   const bool localQueues_;                     // the queue kind allows local queues (and a shared ring)
@@ -313,7 +313,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
 
   // Everything below is guarded by mutex_.
   RingBuffer<std::coroutine_handle<>> continuations_;
-  std::list<Worker> workers_;
+  // The workers (WorkerList.h states the rules; poolSizeMirror_ is its
+  // size's mirror).
+  WorkerList workers_{poolSizeMirror_};
   std::vector<std::thread> exited_;  // threads of exited workers, not yet joined
   // Worker numbers, the retry of a failed start, the places of
   // RejectionPolicy::newThreadRuns()'s temporary threads (ThreadStarts.h
@@ -428,13 +430,15 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   Work takeWorkLocked(Worker& worker, std::unique_lock<std::mutex>& lock);
   // The newest task of the worker's own local queue, without the pool's lock.
   Work popLocal(Worker& worker);
-  // Takes the oldest task of `victim`'s local queue; false if it is empty.
+  // Requires: mutex_ held. Takes the oldest task of `victim`'s local queue,
+  // giving its place back; false if it is empty.
   bool stealFrom(Worker& victim, Ref<TaskCore>& out) noexcept;
   // The oldest due timer task (due_), without the pool's lock; empty if none.
   Work popDue();
   // The oldest task of the shared ring, without the pool's lock (or with it, `locked`).
   Work popInject(bool locked);
-  // Requires: mutex_ held. The oldest task of another worker's local queue.
+  // Requires: mutex_ held. What `thief` takes from the other workers
+  // (WorkerList::stealLocked(): its order), places given back.
   Work stealLocked(Worker& thief);
   // Requires: mutex_ held (released while spinning, held again on return).
   // Spins for a short window, without the lock, until work appears anywhere
@@ -442,8 +446,8 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   // it finds none. Every idle worker spins, so that no worker parks between
   // two bursts (docs/performance.md, "Idle workers").
   void spinForWorkLocked(std::unique_lock<std::mutex>& lock);
-  // Requires: mutex_ held. True if some worker's local queue holds a task.
-  [[nodiscard]] bool anyLocalWorkLocked() const noexcept;
+  // Requires: mutex_ held. True if some worker has work of its own waiting.
+  [[nodiscard]] bool anyLocalWorkLocked() const noexcept { return workers_.anyLocalWorkLocked(); }
 
   // Runs one work item without the pool's lock.
   void execute(Worker& worker, Work work);

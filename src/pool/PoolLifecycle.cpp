@@ -35,10 +35,7 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
   life_.inFlight.workerExitedLocked(gone.coroutinesStarted.load(std::memory_order_relaxed) -
                                gone.coroutinesFinished.load(std::memory_order_relaxed));
   exited_.push_back(std::move(worker->thread));
-  workers_.remove_if([worker](const Worker& w) { return &w == worker; });
-  // seq_cst, then the seq_cst size of the shared ring: a lock-free submitter pushes
-  // and then reads poolSizeMirror_, so one of the two starts a thread.
-  poolSizeMirror_.store(workers_.size(), std::memory_order_seq_cst);
+  workers_.exitedLocked(worker);  // the size's mirror, seq_cst, before this thread reads the shared ring
   room_.appearedLocked();  // room for a new thread
   // After shutdown, the others look again: one parked on an in-flight total
   // it read before this worker's last finishes (plain stores, see PoolImpl.h)

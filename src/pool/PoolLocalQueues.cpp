@@ -4,7 +4,8 @@
 // bounded(n) given back, and the drains that take local work out for
 // shutdownNow() and discardOldest(). The worker's own operations on its
 // queue, its next-continuation slot and its yields are PoolWorker's
-// (src/engine/PoolWorker.h, which states their rules).
+// (src/engine/PoolWorker.h), and the order a thief takes other workers'
+// work in is WorkerList's (src/engine/WorkerList.h); each states its rules.
 //
 // Invariants (see PoolWorker.cpp for the worker loop that serves them):
 // - A local push is admitted work: counted in taskCount, holding a place of
@@ -20,7 +21,6 @@
 
 #include "coexec/ThreadPoolExecutor.h"
 
-#include <algorithm>
 #include <vector>
 
 #include "pool/PoolImpl.h"
@@ -81,32 +81,16 @@ PoolImpl::Work PoolImpl::popLocal(Worker& worker) {
 }
 
 bool PoolImpl::stealFrom(Worker& victim, Ref<TaskCore>& out) noexcept {
-  // Requires: mutex_ held (every caller holds it).
   TaskCore* raw = nullptr;
-  if (!victim.steal(raw)) return false;
-  leftQueue(/*locked=*/true);
+  if (!WorkerList::stealTaskLocked(victim, raw, [this] { leftQueue(/*locked=*/true); })) return false;
   out = Ref<TaskCore>::adopt(raw);
   return true;
 }
 
 PoolImpl::Work PoolImpl::stealLocked(Worker& thief) {
-  for (Worker& victim : workers_) {
-    if (&victim == &thief) continue;
-    if (std::coroutine_handle<> next = victim.stealNext()) return Work{{}, next, false};
-  }
-  for (Worker& victim : workers_) {
-    if (&victim == &thief) continue;
-    if (Ref<TaskCore> task; stealFrom(victim, task)) return Work{std::move(task), {}, false};
-  }
-  for (Worker& victim : workers_) {  // a yield its worker has not come back to (it may be blocked)
-    if (&victim == &thief) continue;
-    if (std::coroutine_handle<> yielded = victim.takeYield(/*force=*/true)) return Work{{}, yielded, false, true};
-  }
-  return {};
-}
-
-bool PoolImpl::anyLocalWorkLocked() const noexcept {
-  return std::any_of(workers_.begin(), workers_.end(), [](const Worker& worker) { return worker.hasLocalWork(); });
+  const StolenWork stolen = workers_.stealLocked(thief, [this] { leftQueue(/*locked=*/true); });
+  if (stolen.task != nullptr) return Work{Ref<TaskCore>::adopt(stolen.task), {}, false};
+  return Work{{}, stolen.continuation, false, stolen.yield};
 }
 
 PendingTask PoolImpl::takeOldestLocked(std::vector<Ref<TaskCore>>& joined) {
