@@ -15,32 +15,22 @@
 
 #include <catch2/catch.hpp>
 
+#include "EngineTestSupport.h"
 #include "engine/PoolWorker.h"
 
 using coexec::detail::PoolWorker;
-
-namespace {
-
-/// A distinct, never resumed handle for each number (the slot only stores
-/// and returns addresses). Numbers start at 1: address 0 is the empty slot.
-std::coroutine_handle<> fake(std::uintptr_t number) {
-  return std::coroutine_handle<>::from_address(reinterpret_cast<void*>(number * 16));
-}
-std::uintptr_t numberOf(std::coroutine_handle<> handle) {
-  return reinterpret_cast<std::uintptr_t>(handle.address()) / 16;
-}
-
-}  // namespace
+using coexec::test::fakeHandle;
+using coexec::test::numberOf;
 
 TEST_CASE("PoolWorker: the next-continuation slot holds one continuation and gives back the one it displaces",
           "[pool][worker]") {
   PoolWorker worker;
   CHECK_FALSE(worker.hasLocalWork());
   CHECK_FALSE(worker.takeNext());
-  CHECK_FALSE(worker.putNext(fake(1)));  // the slot was empty
+  CHECK_FALSE(worker.putNext(fakeHandle(1)));  // the slot was empty
   CHECK(worker.hasLocalWork());
   CHECK(worker.waitingHere() == 1);
-  CHECK(numberOf(worker.putNext(fake(2))) == 1);  // the older one comes back, for the shared queue
+  CHECK(numberOf(worker.putNext(fakeHandle(2))) == 1);  // the older one comes back, for the shared queue
   CHECK(numberOf(worker.stealNext()) == 2);
   CHECK_FALSE(worker.stealNext());
   CHECK_FALSE(worker.hasLocalWork());
@@ -69,7 +59,7 @@ TEST_CASE("PoolWorker: the owner and a thief racing at the next-continuation slo
   });
   sync.arrive_and_wait();
   for (std::uintptr_t i = 1; i <= kRounds; ++i) {
-    take(worker.putNext(fake(i)), 1);
+    take(worker.putNext(fakeHandle(i)), 1);
     if (i % 3 == 0) take(worker.takeNext(), 1);  // the owner takes its own back now and then
   }
   done.store(true, std::memory_order_release);
@@ -89,7 +79,7 @@ TEST_CASE("PoolWorker: the owner and a thief racing at the next-continuation slo
 
 TEST_CASE("PoolWorker: a yield waits behind the items that were waiting, unless forced", "[pool][worker]") {
   PoolWorker worker;
-  REQUIRE(worker.pushYield(fake(7), /*waiting=*/2));
+  REQUIRE(worker.pushYield(fakeHandle(7), /*waiting=*/2));
   CHECK(worker.hasLocalWork());
   CHECK_FALSE(worker.takeYield(/*force=*/false));  // two items to run first
   worker.noteRan();
@@ -98,13 +88,13 @@ TEST_CASE("PoolWorker: a yield waits behind the items that were waiting, unless 
   CHECK(numberOf(worker.takeYield(/*force=*/false)) == 7);
   CHECK_FALSE(worker.hasLocalWork());
 
-  REQUIRE(worker.pushYield(fake(8), /*waiting=*/5));
+  REQUIRE(worker.pushYield(fakeHandle(8), /*waiting=*/5));
   CHECK(numberOf(worker.takeYield(/*force=*/true)) == 8);  // a thief, or nothing else to run
   CHECK_FALSE(worker.takeYield(/*force=*/true));
 
   // The count starts anew for each first yield.
   worker.noteRan();  // no yield waiting: not counted
-  REQUIRE(worker.pushYield(fake(9), /*waiting=*/1));
+  REQUIRE(worker.pushYield(fakeHandle(9), /*waiting=*/1));
   CHECK_FALSE(worker.takeYield(/*force=*/false));
   worker.noteRan();
   CHECK(numberOf(worker.takeYield(/*force=*/false)) == 9);

@@ -14,23 +14,18 @@
 
 #include <catch2/catch.hpp>
 
+#include "EngineTestSupport.h"
 #include "engine/WorkerList.h"
 
 using coexec::detail::PoolWorker;
 using coexec::detail::StolenWork;
 using coexec::detail::TaskCore;
 using coexec::detail::WorkerList;
+using coexec::test::fakeHandle;
+using coexec::test::numberOf;
 
 namespace {
 
-/// A distinct, never resumed handle for each number (nothing here resumes
-/// or destroys one). Numbers start at 1: address 0 is the empty slot.
-std::coroutine_handle<> fakeHandle(std::uintptr_t number) {
-  return std::coroutine_handle<>::from_address(reinterpret_cast<void*>(number * 16));
-}
-std::uintptr_t numberOf(std::coroutine_handle<> handle) {
-  return reinterpret_cast<std::uintptr_t>(handle.address()) / 16;
-}
 /// A stand-in task pointer (never dereferenced: the list only moves it).
 TaskCore* fakeTask(int& value) { return reinterpret_cast<TaskCore*>(&value); }
 
