@@ -14,12 +14,13 @@
 //   mirror and then reads the ring, so one of the two sees the other and a
 //   thread is started for the task.
 // - A thief never takes from itself, and takes in this order: a
-//   continuation in another worker's next-continuation slot (the work most
-//   likely to finish an await under way), then the oldest task of another
-//   worker's local queue (workers in the order they started), then a yield
-//   its worker has not come back to (that worker may be blocked). Each task
-//   taken from a local queue is reported to `left` once, under the lock,
-//   before the thief runs it (a bounded queue gives its place back there).
+//   continuation in another worker's next-continuation slot, then the
+//   oldest task of another worker's local queue (workers in the order they
+//   started), then a yield its worker has not come back to. (The worker
+//   that holds a continuation or a yield may be blocked: a thief is what
+//   keeps either from being stranded.) Each task taken from a local queue
+//   is reported to `left` once, under the lock, before the thief runs it
+//   (a bounded queue gives its place back there).
 
 #pragma once
 
