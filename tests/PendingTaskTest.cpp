@@ -285,3 +285,80 @@ TEST_CASE("run and destruction racing Future::cancel settle the Future exactly o
   CHECK(cancelWon > 0);
   CHECK(otherWon > 0);
 }
+
+namespace {
+
+/// A capture that counts the copies of itself alive.
+struct LiveCopies {
+  explicit LiveCopies(int& live) : live(&live) { ++*this->live; }
+  LiveCopies(const LiveCopies& other) : live(other.live) { ++*live; }
+  LiveCopies(LiveCopies&& other) noexcept : live(other.live) { ++*live; }
+  LiveCopies& operator=(const LiveCopies&) = delete;
+  ~LiveCopies() { --*live; }
+  int* live;
+};
+
+}  // namespace
+
+TEST_CASE("a callable's captures are destroyed once: when it has run, when it threw, or with a task that never ran",
+          "[pending][lifetime]") {
+  Catcher catcher;
+  int live = 0;
+  SECTION("run") {
+    auto future = catcher.pool().submit([t = LiveCopies(live)] { return *t.live; });
+    CHECK(live == 1);
+    catcher.take().run();
+    CHECK(live == 0);  // before the result is read
+    CHECK(future.get() == 1);
+  }
+  SECTION("threw") {
+    auto future = catcher.pool().submit([t = LiveCopies(live)]() -> int { throw CodedError{*t.live}; });
+    catcher.take().run();
+    CHECK(live == 0);
+    CHECK_THROWS_AS(future.get(), CodedError);
+  }
+  SECTION("never ran") {
+    {
+      auto future = catcher.pool().submit([t = LiveCopies(live)] { return *t.live; });
+      CHECK(live == 1);
+      (void)catcher.take();
+      CHECK_THROWS_AS(future.get(), BrokenPromise);
+      CHECK(live == 1);  // the task, and so its callable, lives on with the Future
+    }
+    CHECK(live == 0);
+  }
+  CHECK(live == 0);
+}
+
+TEST_CASE(
+    "a coroutine lambda's captures are destroyed once: when its coroutine has finished, or with a task that never ran",
+    "[pending][lifetime][coroutine]") {
+  Catcher catcher;
+  int live = 0;
+  SECTION("ran to the end") {
+    auto future = catcher.pool().submit([t = LiveCopies(live)]() -> coexec::Task<int> { co_return *t.live; });
+    CHECK(live == 1);
+    catcher.take().run();  // the coroutine never suspends: it finishes here
+    CHECK(live == 0);
+    CHECK(future.get() == 1);
+  }
+  SECTION("threw") {
+    auto future = catcher.pool().submit([t = LiveCopies(live)]() -> coexec::Task<int> {
+      throw CodedError{*t.live};
+      co_return 0;
+    });
+    catcher.take().run();
+    CHECK(live == 0);
+    CHECK_THROWS_AS(future.get(), CodedError);
+  }
+  SECTION("never ran") {
+    {
+      auto future = catcher.pool().submit([t = LiveCopies(live)]() -> coexec::Task<int> { co_return *t.live; });
+      (void)catcher.take();
+      CHECK_THROWS_AS(future.get(), BrokenPromise);
+      CHECK(live == 1);  // the task, and so its callable, lives on with the Future
+    }
+    CHECK(live == 0);
+  }
+  CHECK(live == 0);
+}

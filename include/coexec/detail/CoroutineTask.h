@@ -11,8 +11,6 @@
 // pool thread's bookkeeping) holds only the result and the token.
 
 #include <exception>
-#include <functional>
-#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -32,40 +30,38 @@ struct IsTask<Task<T>> : std::true_type {};
 COEXEC_EXPORT void reportUnobservedFailure(const std::exception_ptr& error) noexcept;
 
 /// The value type a submission produces: R for a callable returning R or
-/// Task<R>, and for a Task<R> itself.
+/// Task<R>, and for a Task<R> itself. (Class templates, not a function's
+/// deduced return type: nothing is emitted per callable type.)
+template <class T>
+struct UnwrapTask {
+  using type = T;
+};
+template <class T>
+struct UnwrapTask<Task<T>> {
+  using type = T;
+};
+template <class Fn, bool = IsTask<Fn>::value>
+struct SubmitResultOf {
+  using type = typename UnwrapTask<CallableResult<Fn>>::type;
+};
 template <class Fn>
-auto submitResultType() {
-  if constexpr (IsTask<Fn>::value) {
-    return std::type_identity<typename Fn::value_type>{};
-  } else if constexpr (IsTask<CallableResult<Fn>>::value) {
-    return std::type_identity<typename CallableResult<Fn>::value_type>{};
-  } else {
-    return std::type_identity<CallableResult<Fn>>{};
-  }
-}
+struct SubmitResultOf<Fn, true> {
+  using type = typename Fn::value_type;
+};
 template <class Fn>
-using SubmitResult = typename decltype(submitResultType<Fn>())::type;
+using SubmitResult = typename SubmitResultOf<Fn>::type;
 
 /// The task's side of the coroutine it runs: it is the TaskContext of the
 /// root Task and of every Task that one awaits, and it alone creates the
 /// task's token on demand (TaskCore::createToken()), telling the observer.
-template <class R, class Source>
-class CoroutineTask final : public ResultCore<R>, private TaskContext {
-  static constexpr bool kIsCallable = !IsTask<Source>::value;
-
+/// Everything here depends on the result type alone; CoroutineTask adds what
+/// depends on the callable (making the Task, holding the callable).
+template <class R>
+class CoroutineTaskBase : public ResultCore<R>, private TaskContext {
  public:
-  CoroutineTask(Source&& source, bool hasFuture, int priority)
-      : ResultCore<R>(hasFuture, takesToken(), priority), TaskContext(this) {
-    if constexpr (kIsCallable) {
-      fn_.emplace(std::move(source));
-    } else {
-      task_ = std::move(source);
-    }
-  }
+  [[nodiscard]] bool isCoroutine() const noexcept final { return true; }
 
-  [[nodiscard]] bool isCoroutine() const noexcept override { return true; }
-
-  void startCoroutine(CoroutineObserver* observer) noexcept override {
+  void startCoroutine(CoroutineObserver* observer) noexcept final {
     observer_ = observer;
     // The current task while the coroutine first runs (and the callable
     // that makes it): work it submits is linked to this task. Restored when
@@ -76,16 +72,9 @@ class CoroutineTask final : public ResultCore<R>, private TaskContext {
     } restore{exchangeCurrentTask(this)};
     // The caller's reference is ours now, until complete() drops it (or
     // hands it to the observer): the coroutine may outlive every other owner.
-    if constexpr (kIsCallable) {
+    if (!task_.valid()) {
       try {
-        if constexpr (kTakesToken<Source>) {
-          task_ = std::invoke(*fn_, tokenArgument<Source>(this->token()));
-        } else {
-          task_ = std::invoke(*fn_);
-        }
-        // A Task submitted as such was checked by submit(); one a callable
-        // returns is checked here, the same way.
-        (void)startableHandle(task_, "ThreadPoolExecutor::", this->hasFuture() ? "submit" : "execute");
+        task_ = makeTask();
       } catch (...) {
         complete(std::current_exception());
         return;
@@ -93,23 +82,29 @@ class CoroutineTask final : public ResultCore<R>, private TaskContext {
     }
     auto& promise = task_.handle().promise();
     promise.setContext(this);  // we outlive the frame: complete() destroys it first
-    promise.setCompletion(&CoroutineTask::onFinished, this);
+    promise.setCompletion(&CoroutineTaskBase::onFinished, this);
     resume(task_.handle());  // `this` may be gone once this returns
   }
 
- private:
-  static constexpr bool takesToken() noexcept {
-    if constexpr (kIsCallable) {
-      return kTakesToken<Source>;
-    } else {
-      return false;
-    }
-  }
+ protected:
+  CoroutineTaskBase(bool hasFuture, bool takesToken, int priority)
+      : ResultCore<R>(hasFuture, takesToken, priority), TaskContext(this) {}
 
+  /// Calls the callable for the Task it returns, and checks that Task as
+  /// submit() checks a submitted one. Called once, by startCoroutine(), when
+  /// the task was made from a callable (a submitted Task is in task_ already).
+  virtual Task<R> makeTask() = 0;
+  /// Destroys the callable, if there is one. Called once, by complete().
+  virtual void releaseCallable() noexcept = 0;
+
+  // The coroutine; released by complete(), before the callable.
+  Task<R> task_;
+
+ private:
   // Inside the coroutine's final suspension, on the thread that finished it:
   // the frame may be destroyed here (FinalAwaiter touches it no more).
   static void onFinished(void* self) noexcept {
-    auto* task = static_cast<CoroutineTask*>(self);
+    auto* task = static_cast<CoroutineTaskBase*>(self);
     std::exception_ptr error;
     try {
       auto take = [task]() -> decltype(auto) { return task->task_.handle().promise().result(); };
@@ -130,9 +125,9 @@ class CoroutineTask final : public ResultCore<R>, private TaskContext {
     // the Future settle sees the captures gone, and no reference kept to the
     // task (the Future, a pool thread's) keeps them alive. The frame goes
     // first: until it is destroyed it may refer to the callable's captures.
-    // Nothing else touches fn_ or task_ once the coroutine has finished.
+    // Nothing else touches the callable or task_ once the coroutine has finished.
     task_ = Task<R>();
-    fn_.reset();
+    releaseCallable();
     // A frame destroyed while it awaited a Future (never resumed) leaves its
     // link behind: not needed any more.
     if (this->awaitLink() != nullptr) releaseAwaitLink(*this);
@@ -149,11 +144,11 @@ class CoroutineTask final : public ResultCore<R>, private TaskContext {
     this->release();  // may destroy this (the result and the token; the body is gone)
   }
 
-  void invoke() override {}  // never called: coroutine tasks start through startCoroutine()
+  void invoke() final {}  // never called: coroutine tasks start through startCoroutine()
 
   // TaskContext, on the coroutine's thread (the chain runs one coroutine at
   // a time, so tokenUntracked_ needs no synchronisation).
-  CancellationToken cancellationToken() override {
+  CancellationToken cancellationToken() final {
     if (this->createToken()) tokenUntracked_ = true;
     if (tokenUntracked_) {
       if (observer_ != nullptr) observer_->coroutineTokenCreated(*this);  // may throw: tried again next time
@@ -162,12 +157,72 @@ class CoroutineTask final : public ResultCore<R>, private TaskContext {
     return this->token();
   }
 
-  // The body: released by complete(), the frame first. A task destroyed
-  // without starting holds only one of them (the callable, or the Task).
-  std::optional<Source> fn_;
-  Task<R> task_;
   CoroutineObserver* observer_ = nullptr;
   bool tokenUntracked_ = false;  // created on demand, not yet reported to observer_
+};
+
+/// A pool task whose body is `Source`: a Task<R>, or a callable returning
+/// one. The callable lives in a union member (not a std::optional), so that
+/// one callable type instantiates this class's few functions and nothing else.
+template <class R, class Source>
+class CoroutineTask final : public CoroutineTaskBase<R> {
+  static constexpr bool kIsCallable = !IsTask<Source>::value;
+
+ public:
+  CoroutineTask(Source&& source, bool hasFuture, int priority)
+      : CoroutineTaskBase<R>(hasFuture, takesToken(), priority) {
+    if constexpr (kIsCallable) {
+      ::new (static_cast<void*>(&fn_)) Source(static_cast<Source&&>(source));
+      live_ = true;
+    } else {
+      this->task_ = static_cast<Source&&>(source);
+    }
+  }
+  // A task destroyed without starting holds one of its bodies (the callable,
+  // or the Task); one that started has released both.
+  ~CoroutineTask() override {
+    if (live_) fn_.~Source();
+  }
+
+ private:
+  static constexpr bool takesToken() noexcept {
+    if constexpr (kIsCallable) {
+      return kTakesToken<Source>;
+    } else {
+      return false;
+    }
+  }
+
+  Task<R> makeTask() override {
+    if constexpr (kIsCallable) {
+      Task<R> task;
+      if constexpr (kTakesToken<Source>) {
+        task = fn_(tokenArgument<Source>(this->token()));
+      } else {
+        task = fn_();
+      }
+      // A Task submitted as such was checked by submit(); one a callable
+      // returns is checked here, the same way.
+      (void)startableHandle(task, "ThreadPoolExecutor::", this->hasFuture() ? "submit" : "execute");
+      return task;
+    } else {
+      return Task<R>();  // not called: the Task was given
+    }
+  }
+
+  void releaseCallable() noexcept override {
+    if (live_) {
+      live_ = false;
+      fn_.~Source();
+    }
+  }
+
+  // The callable, alive from the constructor until releaseCallable() (or
+  // the destructor, if the task never started); never alive for a Task.
+  union {
+    Source fn_;
+  };
+  bool live_ = false;
 };
 
 }  // namespace coexec::detail

@@ -168,8 +168,8 @@ class [[nodiscard]] InvokeAwaitable final : private FanIn {
   static void validate(E& element) {
     if constexpr (kTasks) {
       (void)startableHandle(element, "ThreadPoolExecutor::", shortName());
-    } else if (isEmptyCallable(element)) {
-      CombinatorAccess::throwEmptyCallable(shortName());
+    } else if constexpr (kMayBeEmpty<std::remove_cvref_t<E>>) {
+      if (!element) CombinatorAccess::throwEmptyCallable(shortName());
     }
   }
   template <class E>

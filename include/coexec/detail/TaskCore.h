@@ -501,11 +501,13 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
 };
 
 /// Storage for a task's value: an object, a reference, or nothing.
+/// emplaceFrom() calls `f` directly (a callable object or a function
+/// pointer), not through std::invoke: one function per callable type.
 template <class R>
 struct ValueSlot {
   template <class F, class... A>
   void emplaceFrom(F& f, A&&... args) {
-    value.emplace(std::invoke(f, std::forward<A>(args)...));
+    value.emplace(f(static_cast<A&&>(args)...));
   }
   R take() { return std::move(*value); }
   void reset() noexcept { value.reset(); }
@@ -516,7 +518,7 @@ template <class R>
 struct ValueSlot<R&> {
   template <class F, class... A>
   void emplaceFrom(F& f, A&&... args) {
-    value = &std::invoke(f, std::forward<A>(args)...);
+    value = &f(static_cast<A&&>(args)...);
   }
   R& take() { return *value; }
   void reset() noexcept { value = nullptr; }
@@ -527,7 +529,7 @@ template <>
 struct ValueSlot<void> {
   template <class F, class... A>
   void emplaceFrom(F& f, A&&... args) {
-    std::invoke(f, std::forward<A>(args)...);
+    f(static_cast<A&&>(args)...);
   }
   void take() {}
   void reset() noexcept {}
@@ -555,38 +557,46 @@ struct IsStdFunction : std::false_type {};
 template <class S>
 struct IsStdFunction<std::function<S>> : std::true_type {};
 
-/// True for a null function pointer or an empty std::function; other callables
-/// cannot be empty.
+/// Whether a callable of type F can be empty (then `!f` says whether it is):
+/// a function or member pointer, or a std::function. Other callables cannot
+/// be, and a check of one instantiates nothing.
 template <class F>
-bool isEmptyCallable(const F& f) noexcept {
-  if constexpr (std::is_pointer_v<F> || std::is_member_pointer_v<F> || IsStdFunction<F>::value) {
-    return !f;
-  } else {
-    return false;
-  }
-}
+inline constexpr bool kMayBeEmpty = std::is_pointer_v<F> || std::is_member_pointer_v<F> || IsStdFunction<F>::value;
 
-/// A callable and its result in one allocation.
+/// A callable and its result in one allocation. The callable (and so its
+/// captures) is destroyed as soon as it has run, or with the task if it
+/// never runs. One submitted callable type instantiates this class's five
+/// functions and nothing else: the callable lives in a union member, not in
+/// a std::optional.
 template <class R, class F>
 class CallableTask final : public ResultCore<R> {
  public:
   CallableTask(F&& fn, bool hasFuture, int priority)
-      : ResultCore<R>(hasFuture, kTakesToken<F>, priority), fn_(std::in_place, std::move(fn)) {}
+      : ResultCore<R>(hasFuture, kTakesToken<F>, priority), fn_(static_cast<F&&>(fn)) {}
+  ~CallableTask() override {
+    if (live_) fn_.~F();
+  }
 
  private:
   void invoke() override {
-    // The callable (and so its captures) is destroyed as soon as it has run.
-    struct DropCallable {
-      std::optional<F>& fn;
-      ~DropCallable() { fn.reset(); }
-    } drop{fn_};
-    if constexpr (kTakesToken<F>) {
-      this->slot_.emplaceFrom(*fn_, tokenArgument<F>(this->token()));  // a CancellationToken or a std::stop_token
-    } else {
-      this->slot_.emplaceFrom(*fn_);
+    try {
+      if constexpr (kTakesToken<F>) {
+        this->slot_.emplaceFrom(fn_, tokenArgument<F>(this->token()));  // a CancellationToken or a std::stop_token
+      } else {
+        this->slot_.emplaceFrom(fn_);
+      }
+    } catch (...) {
+      live_ = false;
+      fn_.~F();
+      throw;
     }
+    live_ = false;
+    fn_.~F();
   }
-  std::optional<F> fn_;
+  union {
+    F fn_;
+  };
+  bool live_ = true;
 };
 
 }  // namespace coexec::detail

@@ -201,13 +201,15 @@ inline PendingTask ThreadPoolExecutor::makeTask(F&& f, int priority, const char*
     static_assert(std::is_invocable_v<Fn&> || detail::kTakesToken<Fn>,
                   "coexec: the task must be callable as f(), f(CancellationToken) or f(std::stop_token), or be a "
                   "Task<T>");
-    if (detail::isEmptyCallable(f)) throwEmptyCallable(operation);
+    if constexpr (detail::kMayBeEmpty<Fn>) {
+      if (!f) throwEmptyCallable(operation);
+    }
     using Result = detail::CallableResult<Fn>;
     if constexpr (detail::IsTask<Result>::value) {
       return adoptTask(
-          new detail::CoroutineTask<typename Result::value_type, Fn>(Fn(std::forward<F>(f)), HasFuture, priority));
+          new detail::CoroutineTask<typename Result::value_type, Fn>(Fn(static_cast<F&&>(f)), HasFuture, priority));
     } else {
-      return adoptTask(new detail::CallableTask<Result, Fn>(Fn(std::forward<F>(f)), HasFuture, priority));
+      return adoptTask(new detail::CallableTask<Result, Fn>(Fn(static_cast<F&&>(f)), HasFuture, priority));
     }
   }
 }
@@ -220,7 +222,9 @@ inline std::unique_ptr<detail::PeriodicBody> ThreadPoolExecutor::makePeriodicBod
   static_assert(
       !detail::IsTask<Fn>::value && !detail::IsTask<detail::CallableResult<Fn>>::value,
       "coexec: a periodic task must be a plain callable, not a coroutine (from it, submit() the coroutine)");
-  if (detail::isEmptyCallable(f)) throwEmptyCallable(operation);
+  if constexpr (detail::kMayBeEmpty<Fn>) {
+    if (!f) throwEmptyCallable(operation);
+  }
   return std::make_unique<detail::PeriodicBodyOf<Fn>>(Fn(std::forward<F>(f)));
 }
 
