@@ -3,8 +3,10 @@
 #  - the Debian package: cpack builds libcoexec-dev_<version>_<arch>.deb, its
 #    control fields are checked (name, version, architecture from dpkg,
 #    section, Depends libfmt-dev, Recommends libasio-dev, a maintainer), it is
-#    extracted with `dpkg -x` into a scratch root, and the consumers of
-#    CheckConsumers.cmake are built and run against <root>/usr: find_package
+#    extracted with `dpkg -x` into a scratch root, compared file by file with
+#    this build installed into a scratch prefix (the tree the install test
+#    checks with every consumer), and two consumers of CheckConsumers.cmake
+#    (CONSUMERS=minimal) are built and run against <root>/usr: find_package
 #    with CMAKE_PREFIX_PATH there, pkg-config with PKG_CONFIG_PATH there
 #    (through the relocatable coexec.pc).
 #  - the source tarball: cpack builds coexec-<version>.tar.gz, which must hold
@@ -72,10 +74,49 @@ if(NOT libraries)
   message(FATAL_ERROR "the package has no libcoexec.a or libcoexec.so under /usr/lib")
 endif()
 
+# The package's tree is the installed one, file for file and byte for byte:
+# `cmake --install` of this build into a scratch prefix, compared with
+# <root>/usr. The install test (CheckInstall.cmake) builds and runs every
+# consumer against that installed tree; here the two that reach the package
+# through each of its entry points, find_package and pkg-config, are enough
+# to check that its files work from where the package puts them.
+set(installed "${WORK_DIR}/installed")
+run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${installed}")
+file(GLOB_RECURSE deb_files LIST_DIRECTORIES false RELATIVE "${root}/usr" "${root}/usr/*")
+file(GLOB_RECURSE installed_files LIST_DIRECTORIES false RELATIVE "${installed}" "${installed}/*")
+list(FILTER deb_files EXCLUDE REGEX "^share/doc/libcoexec-dev/")  # Debian's own copyright and changelog
+list(SORT deb_files)
+list(SORT installed_files)
+if(NOT deb_files STREQUAL installed_files)
+  set(only_deb ${deb_files})
+  list(REMOVE_ITEM only_deb ${installed_files})
+  set(only_installed ${installed_files})
+  list(REMOVE_ITEM only_installed ${deb_files})
+  message(FATAL_ERROR "the package's /usr is not the installed tree: only in the package '${only_deb}', "
+    "only installed '${only_installed}'")
+endif()
+foreach(file IN LISTS deb_files)
+  if(IS_SYMLINK "${root}/usr/${file}" OR IS_SYMLINK "${installed}/${file}")
+    file(READ_SYMLINK "${root}/usr/${file}" deb_target)
+    file(READ_SYMLINK "${installed}/${file}" installed_target)
+    if(NOT deb_target STREQUAL installed_target)
+      message(FATAL_ERROR "/usr/${file} links to '${deb_target}' in the package, to '${installed_target}' installed")
+    endif()
+    continue()
+  endif()
+  file(SHA256 "${root}/usr/${file}" deb_hash)
+  file(SHA256 "${installed}/${file}" installed_hash)
+  if(NOT deb_hash STREQUAL installed_hash)
+    message(FATAL_ERROR "/usr/${file} in the package differs from the installed ${file}")
+  endif()
+endforeach()
+list(LENGTH deb_files deb_count)
+
 set(prefix "${root}/usr")
 set(WORK_DIR "${WORK_DIR}/consumers")
+set(CONSUMERS minimal)
 include("${CMAKE_CURRENT_LIST_DIR}/CheckConsumers.cmake")
-set(deb_result "${pkgconfig_result}")
+set(deb_result "${pkgconfig_result}; its ${deb_count} files are the installed ones")
 
 # 2. The source tarball.
 run("${CPACK}" --config "${BUILD_DIR}/CPackSourceConfig.cmake" -B "${packages}")
