@@ -123,7 +123,9 @@ class Metrics {
 
 /// A poll of a backend that is down for the first three attempts. After the
 /// n-th failure the poller skips the next 2^n - 1 polls (1, 3, then 7): a
-/// back-off on top of the schedule's fixed delay. The fourth attempt fetches.
+/// back-off on top of the schedule's fixed delay. The fourth attempt fetches;
+/// the polls that run after it (until the caller's cancel() lands) have
+/// nothing left to fetch.
 class Poller {
  public:
   void poll() {
@@ -131,6 +133,7 @@ class Poller {
     const Steady::time_point start = Steady::now();
     if (lastEnd_ != Steady::time_point{} && start - lastEnd_ < minGap_) minGap_ = start - lastEnd_;
     EndStamp stamp{lastEnd_};  // records when this poll returned, or threw
+    if (fetched_) return;
     if (skip_ > 0) {
       --skip_;
       return;
