@@ -19,7 +19,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "TestSupport.h"
 #include "coexec/ThreadPoolExecutor.h"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "AdmissionTestSupport.h"
 #include "TestSupport.h"

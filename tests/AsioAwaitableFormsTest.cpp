@@ -19,7 +19,7 @@
 #include <thread>
 #include <utility>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "AsioFlavour.h"
 #include "AwaitableFormsTestSupport.h"

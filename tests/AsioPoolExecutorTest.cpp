@@ -21,7 +21,7 @@
 #include <thread>
 #include <variant>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "AsioFlavour.h"
 #include "AsioTestSupport.h"

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <thread>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "AsioFlavour.h"
 #include "CoroutineTestSupport.h"

@@ -8,7 +8,7 @@
 #include <future>
 #include <string>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "AsioFlavour.h"
 #include "CoroutineTestSupport.h"

@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "AwaitableFormsTestSupport.h"
 #include "CoroutineTestSupport.h"

@@ -21,7 +21,7 @@
 #include <exception>
 #include <optional>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "TestSupport.h"
 #include "CoroutineTestSupport.h"

@@ -19,7 +19,7 @@
 #include <optional>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "TestSupport.h"
 #include "CoroutineTestSupport.h"

@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "DeathTestSupport.h"
 #include "coexec/ThreadPoolExecutor.h"

@@ -13,7 +13,7 @@
 #error "coexec/coexec.h includes Boost.Asio: only coexec/boost_asio.h may"
 #endif
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 namespace {
 #if defined(ASIO_VERSION) || defined(BOOST_ASIO_VERSION)

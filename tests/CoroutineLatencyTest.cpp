@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "TestSupport.h"
 #include "coexec/ResumeOn.h"

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "CoroutinePoolTestSupport.h"
 #include "CoroutineTestSupport.h"

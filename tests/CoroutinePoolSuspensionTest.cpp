@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "CoroutinePoolTestSupport.h"
 #include "CoroutineTestSupport.h"

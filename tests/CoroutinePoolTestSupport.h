@@ -7,7 +7,7 @@
 
 #include <stdexcept>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "TestSupport.h"
 #include "coexec/ThreadPoolExecutor.h"

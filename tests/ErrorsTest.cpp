@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 using coexec::BrokenPromise;
 using coexec::Error;

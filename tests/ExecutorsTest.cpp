@@ -13,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "TestSupport.h"
 #include "coexec/Errors.h"

@@ -70,7 +70,7 @@
 #include <utility>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "CoroutineTestSupport.h"
 #include "coexec/SyncWait.h"

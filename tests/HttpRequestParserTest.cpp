@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 // The offload server's request parser (examples/offload_server): bytes in,
 // a request or a precise error out.

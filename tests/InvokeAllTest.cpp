@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "CombinatorTestSupport.h"
 #include "coexec/Errors.h"

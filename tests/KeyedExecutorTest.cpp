@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "CoroutineTestSupport.h"
 #include "TestSupport.h"

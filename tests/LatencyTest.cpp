@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 #include <fmt/format.h>
 
 #include "TestSupport.h"

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "coexec/Clock.h"
 #include "engine/TimerService.h"

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "foundation/MpmcRing.h"
 #include "TestSupport.h"

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "CoroutineTestSupport.h"
 #include "TestSupport.h"

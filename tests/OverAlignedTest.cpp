@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #if defined(__AVX__)
 #include <immintrin.h>

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "engine/Parking.h"
 

@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "TestSupport.h"
 #include "coexec/ThreadPoolExecutor.h"

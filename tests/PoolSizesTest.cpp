@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <stdexcept>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "admission/PoolSizes.h"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <limits>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "TestSupport.h"
 #include "coexec/detail/Ref.h"

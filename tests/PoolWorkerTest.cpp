@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "EngineTestSupport.h"
 #include "engine/PoolWorker.h"

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 #include <fmt/format.h>
 
 #include "TestSupport.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "AdmissionTestSupport.h"
 #include "RejectionPolicyTestSupport.h"

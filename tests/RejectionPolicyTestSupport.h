@@ -13,7 +13,7 @@
 #include <string_view>
 #include <utility>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "AdmissionTestSupport.h"
 #include "TestSupport.h"

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "CoroutineTestSupport.h"
 #include "coexec/Clock.h"

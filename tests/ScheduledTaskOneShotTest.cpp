@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "ScheduledTaskTestSupport.h"
 #include "TestSupport.h"

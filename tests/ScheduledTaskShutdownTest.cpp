@@ -10,7 +10,7 @@
 #include <chrono>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "ScheduledTaskTestSupport.h"
 #include "TestSupport.h"

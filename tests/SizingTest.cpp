@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 using namespace std::chrono_literals;
 

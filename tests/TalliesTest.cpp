@@ -10,7 +10,7 @@
 #include <list>
 #include <memory>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "coexec/LatencyHistogram.h"
 #include "engine/PoolWorker.h"

@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "CoroutineTestSupport.h"
 #include "coexec/SyncWait.h"

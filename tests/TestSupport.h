@@ -34,7 +34,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 #include <fmt/format.h>
 
 #include "coexec/Format.h"

@@ -35,7 +35,7 @@
 #include <thread>
 #include <utility>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "AdmissionTestSupport.h"
 #include "DeathTestSupport.h"

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "AdmissionTestSupport.h"
 #include "TestSupport.h"

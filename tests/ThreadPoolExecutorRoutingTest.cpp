@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "AdmissionTestSupport.h"
 #include "TestSupport.h"

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cstddef>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "TestSupport.h"
 #include "coexec/ThreadPoolExecutor.h"

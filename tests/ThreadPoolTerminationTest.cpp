@@ -18,7 +18,7 @@
 #include <thread>
 #include <utility>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "TestSupport.h"
 #include "ThreadPoolLifecycleTestSupport.h"

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstddef>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "admission/ThreadStarts.h"
 

@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "DeathTestSupport.h"
 #include "TestSupport.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 TEST_CASE("version() is the three version macros joined by dots", "[version]") {
   const std::string expected = std::to_string(COEXEC_VERSION_MAJOR) + "." + std::to_string(COEXEC_VERSION_MINOR) +

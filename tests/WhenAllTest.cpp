@@ -16,7 +16,7 @@
 #include <variant>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "CombinatorTestSupport.h"
 #include "coexec/CancellationToken.h"

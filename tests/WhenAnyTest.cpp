@@ -13,7 +13,7 @@
 #include <string>
 #include <variant>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "CombinatorTestSupport.h"
 #include "coexec/CancellationToken.h"

@@ -21,7 +21,7 @@
 #include <stdexcept>
 #include <string>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "CoroutinePoolTestSupport.h"
 #include "CoroutineTestSupport.h"

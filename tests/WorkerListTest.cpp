@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <catch2/catch.hpp>
+#include "Assertions.h"
 
 #include "EngineTestSupport.h"
 #include "engine/WorkerList.h"
