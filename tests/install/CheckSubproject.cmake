@@ -18,10 +18,7 @@ foreach(mode fetchcontent subdirectory)
       "-DCMAKE_CXX_COMPILER=${CXX}" "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}"
       "-DCOEXEC_SOURCE_DIR=${SOURCE_DIR}" "-DCOEXEC_CONSUME=${mode}" "-DCOEXEC_UNITY_BUILD=ON")
   run(${CMAKE_COMMAND} --build "${build}")
-  run("${build}/hello")
-  if(NOT last_output MATCHES "1 \\+ 4 \\+ 9 \\+ 16 = 30")
-    message(FATAL_ERROR "hello built through ${mode} did not print the expected sum:\n${last_output}")
-  endif()
+  run_program("${build}/hello" "1 \\+ 4 \\+ 9 \\+ 16 = 30" "hello built through ${mode}")
   # coexec's own build tree: FetchContent's default, or add_subdirectory's binary dir.
   if(NOT EXISTS "${build}/_deps/coexec-build" AND NOT EXISTS "${build}/coexec")
     message(FATAL_ERROR "found no build tree of coexec under ${build}")
