@@ -50,9 +50,9 @@ FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 20
 SOAK_SECONDS ?= 600
 # JOBS bounds the compiler jobs of `cmake --build` (`make test JOBS=2` on a
-# small machine); ctest runs one test more than that at once (TEST_JOBS): a
-# third of the suites' test time under the sanitizers and clang is tests
-# waiting (latches, timeouts, sleeps), and a third test uses it.
+# small machine); ctest runs one test more than that at once (TEST_JOBS):
+# many tests wait (latches, timeouts, sleeps) more than they compute, and
+# the extra test uses the time they leave idle (CONTRIBUTING.md).
 JOBS ?= $(shell nproc)
 TEST_JOBS ?= $(shell echo $$(($(JOBS) + 1)))
 BUILD_FLAGS ?= -j $(JOBS)
