@@ -127,8 +127,13 @@ clang: deps
 	./scripts/timed.sh "clang tests" ./scripts/ctest-verdict.sh run build/clang/ctest.log --preset clang $(CTEST_FLAGS)
 
 # Each stage's build and test times (scripts/timed.sh) are listed after the
-# four verdicts; the list starts anew with each make check.
-check: check-start test asan tsan clang fuzz-smoke
+# four verdicts; the list starts anew with each make check. scripts/check.sh
+# runs the stages of test, asan, tsan, clang and fuzz-smoke, each build beside
+# the test run before it at the lowest priority (it takes the cores the tests
+# leave idle).
+check: check-start deps fuzz-deps
+	BUILD_FLAGS="$(BUILD_FLAGS)" CTEST_FLAGS="$(CTEST_FLAGS)" FUZZ_SMOKE_SECONDS="$(FUZZ_SMOKE_SECONDS)" \
+	  ./scripts/check.sh
 	@./scripts/ctest-verdict.sh show build/dev/ctest.log build/asan/ctest.log build/tsan/ctest.log build/clang/ctest.log
 	@echo "==== stage times"; cat build/stage-times.txt
 
