@@ -639,23 +639,29 @@ TEST_CASE("cancel and shutdownNow of a coroutine task that never sleeps still se
 
 TEST_CASE("sleepFor on a pool with a ManualClock lasts on that clock: it ends when advance() passes it",
           "[sleep][manual]") {
-  // An hour of the pool's clock, in small steps of advance(): the sleep ends
-  // within a few steps of the hour (never before it), with no real hour
-  // passing; on the steady clock it would not end at all here.
+  // An hour of the pool's clock, in steps of advance() that start once the
+  // coroutine sleeps in its timer: not over after 50 minutes, over when the
+  // step that passes the hour returns (its timer fires inside advance()),
+  // with no real hour passing; on the steady clock it would not end at all
+  // here. No advance() comes between the coroutine's reads of the clock but
+  // those steps, so it slept exactly the hour.
   ManualClock clock;
   ThreadPoolExecutor pool({.name = "manual-sleep", .clock = &clock});
+  TimerService& service = sleepServiceOf(pool);
+  const std::size_t timersBefore = service.pendingCount();
   Future<ManualClock::duration> slept = pool.submit([&]() -> Task<ManualClock::duration> {
     const auto start = clock.now();
     co_await sleepFor(1h);
     co_return clock.now() - start;
   });
-  REQUIRE(eventually([&] {
-    clock.advance(10min);
-    return slept.isDone();
-  }));
-  const ManualClock::duration d = slept.get();
-  CHECK(d >= 1h);
-  CHECK(d <= 1h + 30min);  // the coroutine may have started a step or two late
+  REQUIRE(eventually([&] { return service.pendingCount() == timersBefore + 1; }));  // asleep in its timer
+  for (int step = 0; step < 5; ++step) clock.advance(10min);
+  CHECK(service.pendingCount() == timersBefore + 1);  // 50 minutes: still asleep
+  CHECK_FALSE(slept.isDone());
+  clock.advance(10min);
+  CHECK(service.pendingCount() == timersBefore);  // fired by the step that reached the hour
+  REQUIRE(slept.waitFor(kLong));
+  CHECK(slept.get() == 1h);
 }
 
 TEST_CASE("sleepUntil on a pool with a ManualClock compares with that clock", "[sleep][manual]") {
