@@ -38,14 +38,19 @@ stopBackground() {
 trap stopBackground EXIT
 
 # startBuild PRESET BESIDE: configures PRESET, then builds it in the
-# background at nice 19 in a process group of its own (so that a failure can
-# stop the whole build), its output in build/PRESET/build.log.
+# background at the lowest priority, its output in build/PRESET/build.log.
+# The build runs in a session of its own (setsid), so that a failure can stop
+# it whole (its process group). Where the kernel groups each session's
+# processes for scheduling (autogroup, /proc/sys/kernel/sched_autogroup_enabled),
+# a session gets an even share of the CPU whatever its processes' nice
+# values: the new session's group is set to nice 19 too.
 startBuild() {
   local preset=$1 beside=$2
   cmake --preset "$preset" >/dev/null
   echo "==== $preset build: in the background beside $beside (log: build/$preset/build.log)"
-  # shellcheck disable=SC2086 # buildFlags is a list of flags
-  setsid nice -n 19 ./scripts/timed.sh "$preset build (beside $beside)" \
+  # shellcheck disable=SC2016,SC2086 # the inner script's "$@"; buildFlags is a list of flags
+  setsid bash -c '{ echo 19 >/proc/self/autogroup; } 2>/dev/null; exec nice -n 19 "$@"' lowestPriority \
+    ./scripts/timed.sh "$preset build (beside $beside)" \
     cmake --build --preset "$preset" $buildFlags >"build/$preset/build.log" 2>&1 &
   background=$!
   backgroundPreset=$preset
