@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <utility>
+
 #include "coexec/Export.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskCore.h"
 
 namespace coexec {
 
-class ThreadPoolExecutor;
 namespace detail {
-class PoolImpl;
-class TaskQueue;
-class ResumeOnAwaiter;
-class RoomWaiter;
+struct PendingTaskAccess;
 }  // namespace detail
 
 /// A task that has not run: what a rejection policy receives and what
@@ -70,16 +68,26 @@ class COEXEC_EXPORT PendingTask {
   [[nodiscard]] bool isCancelled() const;
 
  private:
-  friend class ThreadPoolExecutor;
-  friend class RejectionPolicy;
-  friend class detail::PoolImpl;
-  friend class detail::TaskQueue;
-  friend class detail::ResumeOnAwaiter;
-  friend class detail::RoomWaiter;
+  friend struct detail::PendingTaskAccess;
   explicit PendingTask(detail::Ref<detail::TaskCore> core) noexcept : core_(std::move(core)) {}
   /// Settles a task that never ran with BrokenPromise and empties the handle.
   void abandonUnrun() noexcept;
   detail::Ref<detail::TaskCore> core_;
 };
 
+namespace detail {
+
+/// What an executor does with a PendingTask beyond its public API: make one
+/// of a task it has not run, and reach the task it holds (to admit it, queue
+/// it, run it or settle it). For coexec's executors only; never blocks,
+/// never throws.
+struct PendingTaskAccess {
+  /// A handle holding `core`, a task that has not run.
+  [[nodiscard]] static PendingTask make(Ref<TaskCore> core) noexcept { return PendingTask(std::move(core)); }
+  /// The task `task` holds (null if it is empty); moving from it empties the handle.
+  [[nodiscard]] static Ref<TaskCore>& core(PendingTask& task) noexcept { return task.core_; }
+  [[nodiscard]] static const Ref<TaskCore>& core(const PendingTask& task) noexcept { return task.core_; }
+};
+
+}  // namespace detail
 }  // namespace coexec

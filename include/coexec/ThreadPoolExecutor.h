@@ -525,6 +525,9 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   bool evictOldest();
   bool offerWithin(PendingTask& task, std::chrono::nanoseconds timeout);
 
+  // The Future of `task`, which no other thread sees yet (made before admission).
+  template <class R>
+  static Future<R> unpublishedFutureOf(PendingTask& task) noexcept;
   // For the combinators, through detail::CombinatorAccess.
   template <class R>
   static detail::Ref<detail::ResultCore<R>> resultCoreOf(const PendingTask& task) noexcept;

@@ -100,7 +100,8 @@ bool ResumeOnAwaiter::suspend(std::coroutine_handle<> awaiting) {
   // it was not. The hop is not the coroutine's child: it is the coroutine
   // itself going on, so it is admitted without a link to the current task.
   try {
-    pool_->admitUnlinked(PendingTask(local));  // may throw (abort): the coroutine then resumes with it
+    // May throw (abort): the coroutine then resumes with the exception.
+    pool_->admitUnlinked(PendingTaskAccess::make(local));
   } catch (...) {
     task_ &= ~kSuspended;  // not suspended: the exception comes out of the co_await here
     throw;

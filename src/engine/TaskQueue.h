@@ -38,9 +38,11 @@ class TaskQueue {
 
   /// The task `task` holds, with its reference, for a queue that keeps bare
   /// references (the pool's shared ring); `task` is left empty.
-  [[nodiscard]] static TaskCore* release(PendingTask& task) noexcept { return task.core_.detach(); }
+  [[nodiscard]] static TaskCore* release(PendingTask& task) noexcept { return PendingTaskAccess::core(task).detach(); }
   /// A handle that takes over `task`'s reference (from release()).
-  [[nodiscard]] static PendingTask adopt(TaskCore* task) noexcept { return PendingTask(Ref<TaskCore>::adopt(task)); }
+  [[nodiscard]] static PendingTask adopt(TaskCore* task) noexcept {
+    return PendingTaskAccess::make(Ref<TaskCore>::adopt(task));
+  }
 
  private:
   struct Entry {

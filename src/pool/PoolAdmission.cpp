@@ -59,9 +59,10 @@ PoolStats snapshotForRejection(PoolImpl& pool) {
 }  // namespace
 
 bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
-  task.core_->owner = this;
+  TaskCore& core = *PendingTaskAccess::core(task);
+  core.owner = this;
   if (life_.stateLocked() != PoolState::running) return false;
-  stampAdmission(*task.core_);
+  stampAdmission(core);
   // 1. Below core: a new thread, even if others are idle.
   if (sizes_.belowCoreLocked(workers_.size()) && addWorkerLocked(task, errors)) return true;
   // 2. The queue (for synchronous(): a hand-off to an idle thread).
@@ -110,10 +111,11 @@ bool PoolImpl::tryInject(PendingTask& task) {
       !shared_.overflowing() && room_.reserve()) {
     std::size_t pos = 0;
     if (shared_.tryClaim(pos)) {
-      task.core_->owner = this;
-      stampAdmission(*task.core_);
+      Ref<TaskCore>& core = PendingTaskAccess::core(task);
+      core->owner = this;
+      stampAdmission(*core);
       countersHere().tasks.fetch_add(1, std::memory_order_relaxed);  // before anyone can run it
-      shared_.publish(pos, task.core_.detach());
+      shared_.publish(pos, core.detach());
       pushed = true;
     } else {
       room_.release();
@@ -189,7 +191,7 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
   worker->name = std::move(name);
   try {
     if (recordLatency_) worker->latency = std::make_unique<WorkerLatency>();
-    Ref<TaskCore> firstCore = first.core_;
+    Ref<TaskCore> firstCore = PendingTaskAccess::core(first);
     std::thread thread = factory_(worker->name, [this, worker, firstCore, launch]() mutable {
       if (launch->awaitVerdict()) runWorker(worker, std::move(firstCore));
     });
@@ -212,7 +214,8 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
     // The worker owns it now (firstCore, which keeps this reference from being
     // the last). Recorded for shutdownNow() only if it has a token, like in
     // execute(), which clears the record of just those.
-    if (Ref<TaskCore> core = std::move(first.core_); core->hasToken()) worker->current = std::move(core);
+    if (Ref<TaskCore> core = std::move(PendingTaskAccess::core(first)); core->hasToken())
+      worker->current = std::move(core);
     worker->counters.tasks.fetch_add(1, std::memory_order_relaxed);
     worker->counters.active.fetch_add(1, std::memory_order_relaxed);
   }
@@ -294,7 +297,7 @@ void ThreadPoolExecutor::admitUnlinked(PendingTask task) {
 }
 
 bool ThreadPoolExecutor::linkToCaller(PendingTask& task, const CancellationToken* token) {
-  detail::TaskCore& core = *task.core_;
+  detail::TaskCore& core = *detail::PendingTaskAccess::core(task);
   bool cancelled = false;
   detail::TaskCore* const parent = detail::currentTask();
   // The code that submits the task lends it its TaskLocal bindings.
@@ -328,7 +331,7 @@ bool ThreadPoolExecutor::tryAdmit(PendingTask& task, bool countRejection) {
       // for the policy's verdict (offerWithin): a task admitted after
       // waiting for room was not refused.
       if (countRejection && p.policy_.name() != "block") p.tallies_.countRejectedLocked();
-      detail::noteRejectReason(task.core_.get(), p.saturationReasonLocked(!errors.empty()));
+      detail::noteRejectReason(detail::PendingTaskAccess::core(task).get(), p.saturationReasonLocked(!errors.empty()));
     }
   }
   p.reportFactoryErrors(errors);
@@ -339,8 +342,8 @@ RejectedExecution ThreadPoolExecutor::rejection(const PendingTask& task) const {
   // The reason the admission recorded, if it was this pool's; else the
   // pool's state now (a policy called directly, or on another pool's task).
   const detail::RejectNote note = detail::tlsRejectNote;
-  const bool ours = task.valid() && task.core_->owner == impl_.get() && note.task == task.core_.get() &&
-                    note.reason != nullptr;
+  const detail::TaskCore* const core = detail::PendingTaskAccess::core(task).get();
+  const bool ours = core != nullptr && core->owner == impl_.get() && note.task == core && note.reason != nullptr;
   const char* reason = ours           ? note.reason
                        : isShutdown() ? "the pool is shut down and accepts no new tasks"
                                       : "the rejection policy refused the task";
@@ -363,13 +366,14 @@ bool ThreadPoolExecutor::evictOldest() {
       p.tallies_.countDiscardedLocked();
     }
   }
-  victim.core_->abandon(std::make_exception_ptr(RejectedExecution(
+  detail::PendingTaskAccess::core(victim)->abandon(std::make_exception_ptr(RejectedExecution(
       "the task was evicted from the queue by the discardOldest policy", detail::snapshotForRejection(*impl_))));
   return true;
 }
 
 bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds timeout) {
   detail::PoolImpl& p = *impl_;
+  detail::TaskCore* const core = detail::PendingTaskAccess::core(task).get();
   const auto deadline = detail::deadlineAfter(timeout);
   detail::PoolImpl::FactoryErrors errors;
   bool admitted = false;
@@ -383,13 +387,13 @@ bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds
         break;
       }
       if (p.life_.stateLocked() != PoolState::running) {
-        detail::noteRejectReason(task.core_.get(), p.saturationReasonLocked(false));
+        detail::noteRejectReason(core, p.saturationReasonLocked(false));
         break;
       }
       waited = true;
       if (p.room_.available.wait_until(lock, deadline) == std::cv_status::timeout) {
         admitted = p.tryAdmitLocked(task, errors);
-        if (!admitted) detail::noteRejectReason(task.core_.get(), "the work queue stayed full for the whole block() timeout");
+        if (!admitted) detail::noteRejectReason(core, "the work queue stayed full for the whole block() timeout");
         break;
       }
     }

@@ -39,9 +39,10 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
     room_.release();
     return false;
   }
-  task.core_->owner = this;
-  task.core_->joinable = task.core_->hasFuture();  // an awaiter on this pool may run it (PoolJoin.cpp)
-  stampAdmission(*task.core_);
+  Ref<TaskCore>& core = PendingTaskAccess::core(task);
+  core->owner = this;
+  core->joinable = core->hasFuture();  // an awaiter on this pool may run it (PoolJoin.cpp)
+  stampAdmission(*core);
   addOwn<std::uint64_t>(worker->counters.tasks, 1, std::memory_order_relaxed);  // before anyone can run it
   // The seq_cst push publishes the task (Parking.h: a parking worker reads
   // every local queue's size).
@@ -52,13 +53,13 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   // can exit), like a task a worker dequeued just before the drain.
   std::size_t queued = 0;
   try {
-    queued = worker->local.push(task.core_.get());  // throws only if its array cannot grow
+    queued = worker->local.push(core.get());  // throws only if its array cannot grow
   } catch (...) {
     addOwn<std::uint64_t>(worker->counters.tasks, -1, std::memory_order_relaxed);
     room_.release();
     throw;
   }
-  task.core_.detach();  // the queue holds the reference now
+  core.detach();  // the queue holds the reference now
   if (parking_.anySearching()) {
     // Tell the searcher only when there is more than this worker will take
     // next: a lone task (a chain, each task submitting the next) stays with
@@ -97,7 +98,7 @@ PendingTask PoolImpl::takeOldestLocked(std::vector<Ref<TaskCore>>& joined) {
   TaskCore* raw = nullptr;
   if (shared_.tryPopRing(raw)) {  // the ring holds the oldest shared tasks
     leftQueue(/*locked=*/true);
-    return PendingTask(Ref<TaskCore>::adopt(raw));
+    return PendingTaskAccess::make(Ref<TaskCore>::adopt(raw));
   }
   if (PendingTask task = shared_.pollLocked(); task.valid()) {
     leftQueue(/*locked=*/true);
@@ -108,7 +109,7 @@ PendingTask PoolImpl::takeOldestLocked(std::vector<Ref<TaskCore>>& joined) {
   // (each worker's oldest: the one thieves take first).
   for (Worker& worker : workers_) {
     for (Ref<TaskCore> task; stealFrom(worker, task);) {
-      if (task->closeToJoins()) return PendingTask(std::move(task));  // from now on no join can start it
+      if (task->closeToJoins()) return PendingTaskAccess::make(std::move(task));  // from now on no join can start it
       joined.push_back(std::move(task));                              // the entry of a task a join ran: not a victim
     }
   }
@@ -119,7 +120,7 @@ void PoolImpl::drainLocalsLocked(std::vector<PendingTask>& into, std::vector<Ref
   for (Worker& worker : workers_) {
     for (Ref<TaskCore> task; stealFrom(worker, task);) {  // oldest first
       if (task->closeToJoins()) {
-        into.push_back(PendingTask(std::move(task)));  // from now on no join can start it
+        into.push_back(PendingTaskAccess::make(std::move(task)));  // from now on no join can start it
       } else {
         joined.push_back(std::move(task));  // the entry of a task a join ran: neither queued nor returned
       }

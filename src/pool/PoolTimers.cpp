@@ -419,7 +419,8 @@ void PoolImpl::stopTimersLocked(bool now, TimerWork& work, std::vector<PendingTa
   for (TaskCore* raw : due) {
     Ref<TaskCore> task = Ref<TaskCore>::adopt(raw);
     if (poolState(*task).countsInStats()) {
-      drained->push_back(PendingTask(std::move(task)));  // counted by shutdownNow(), with the queue's
+      // Counted by shutdownNow(), with the queue's.
+      drained->push_back(PendingTaskAccess::make(std::move(task)));
     } else {
       PeriodicState& state = static_cast<PeriodicRun&>(*task).state();
       state.addRef();
@@ -482,9 +483,10 @@ void ThreadPoolExecutor::throwNotPositive(const char* operation, const char* wha
 Clock::time_point ThreadPoolExecutor::scheduleTask(PendingTask& task, Clock::time_point deadline,
                                                    Clock::time_point now) {
   detail::PoolImpl& p = *impl_;
-  task.core_->owner = &p;
-  auto item = detail::Ref<detail::OneShotTimer>::adopt(new detail::OneShotTimer(task.core_));
-  task.core_->cancelListener = item.copyAs<detail::QueuedCancelListener>();
+  detail::Ref<detail::TaskCore>& core = detail::PendingTaskAccess::core(task);
+  core->owner = &p;
+  auto item = detail::Ref<detail::OneShotTimer>::adopt(new detail::OneShotTimer(core));
+  core->cancelListener = item.copyAs<detail::QueuedCancelListener>();
   detail::TimerWork work;
   {
     std::unique_lock lock(p.mutex_);
@@ -494,12 +496,12 @@ Clock::time_point ThreadPoolExecutor::scheduleTask(PendingTask& task, Clock::tim
       item->task = detail::Ref<detail::TaskCore>();
       lock.unlock();
       work.run(p);
-      task.core_->cancelListener = detail::Ref<detail::QueuedCancelListener>();
+      core->cancelListener = detail::Ref<detail::QueuedCancelListener>();
       task = PendingTask();  // settles its Future (BrokenPromise) for whoever kept one
       throw;
     }
   }
-  task.core_ = detail::Ref<detail::TaskCore>();  // the pool holds it now
+  core = detail::Ref<detail::TaskCore>();  // the pool holds it now
   work.run(p);
   return deadline;
 }

@@ -287,7 +287,7 @@ PoolImpl::Work PoolImpl::popDue() {
 bool PoolImpl::handOffLocked(PendingTask& task) {
   Worker* worker = parking_.nextLocked();
   if (worker == nullptr) return false;
-  worker->handoff = std::move(task.core_);
+  worker->handoff = std::move(PendingTaskAccess::core(task));
   worker->counters.active.fetch_add(1, std::memory_order_relaxed);
   worker->counters.tasks.fetch_add(1, std::memory_order_relaxed);
   parking_.wakeOneLocked();  // wakes `worker`
@@ -372,7 +372,7 @@ PoolImpl::Work PoolImpl::takeWorkLocked(Worker& worker, std::unique_lock<std::mu
       publishSharedWorkLocked();
       wakeHelperLocked();
       room_.appearedLocked();
-      return Work{std::move(next.core_), {}, false};
+      return Work{std::move(PendingTaskAccess::core(next)), {}, false};
     }
     if (Work stolen = stealLocked(worker)) return stolen;
     if (Work yielded = exitUnlessYields()) return yielded;  // nothing else is waiting

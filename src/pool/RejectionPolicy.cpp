@@ -77,33 +77,39 @@ void RejectionPolicy::operator()(PendingTask& task, ThreadPoolExecutor& pool) co
   // Settles the task with RejectedExecution; a task without a Future has
   // nobody to tell, so the caller learns it by the exception, unless the
   // policy silently discards by design.
-  const auto refuse = [&](bool throwIfNoFuture) {
+  detail::Ref<detail::TaskCore>& core = detail::PendingTaskAccess::core(task);
+  // Settles the task with the pool's RejectedExecution (its Future reports
+  // it) and returns the exception.
+  const auto reject = [&] {
     RejectedExecution error = pool.rejection(task);
+    core->abandon(std::make_exception_ptr(error));
+    return error;
+  };
+  const auto refuse = [&](bool throwIfNoFuture) {
+    const bool hasFuture = task.hasFuture();
+    RejectedExecution error = reject();
     PendingTask dropped = std::move(task);
-    dropped.core_->abandon(std::make_exception_ptr(error));
-    if (throwIfNoFuture && !dropped.hasFuture()) throw error;
+    if (throwIfNoFuture && !hasFuture) throw error;
   };
   switch (kind_) {
     case Kind::abort: {
-      RejectedExecution error = pool.rejection(task);
-      task.core_->abandon(std::make_exception_ptr(error));
-      throw error;
+      throw reject();
     }
     case Kind::callerRuns:
       if (pool.isShutdown()) {
         refuse(/*throwIfNoFuture=*/true);
-      } else if (task.core_->isCoroutine()) {
+      } else if (core->isCoroutine()) {
         // Watched wherever it finishes (its failure is reported as a worker
         // would report it), the pool held until then. Refused if the pool
         // has shut down since the look above.
-        if (!pool.impl_->runOutside(task.core_, detail::PoolImpl::Outside::caller)) refuse(/*throwIfNoFuture=*/true);
+        if (!pool.impl_->runOutside(core, detail::PoolImpl::Outside::caller)) refuse(/*throwIfNoFuture=*/true);
       } else if (!task.hasFuture()) {
         task.run();
       } else {
         // A failure nobody reads is reported as on a pool thread.
-        const detail::Ref<detail::TaskCore> core = task.core_;
+        const detail::Ref<detail::TaskCore> ran = core;
         task.run();
-        if (core->failedOnItsOwn()) pool.impl_->sink_->armIfUnread(*core, "(caller)");
+        if (ran->failedOnItsOwn()) pool.impl_->sink_->armIfUnread(*ran, "(caller)");
       }
       return;
     case Kind::discard: refuse(/*throwIfNoFuture=*/false); return;
@@ -118,22 +124,17 @@ void RejectionPolicy::operator()(PendingTask& task, ThreadPoolExecutor& pool) co
       return;
     case Kind::block:
       if (!pool.offerWithin(task, timeout_)) {
-        RejectedExecution error = pool.rejection(task);
-        task.core_->abandon(std::make_exception_ptr(error));
-        throw error;
+        throw reject();
       }
       return;
     case Kind::abortWithReport: {
-      RejectedExecution error = pool.rejection(task);
-      task.core_->abandon(std::make_exception_ptr(error));
+      RejectedExecution error = reject();
       reporter_->rejected(pool, error);  // no lock of the pool is held here
       throw error;
     }
     case Kind::newThreadRuns: {
       if (pool.impl_->runOnTemporaryThread(task, maxTemporaryThreads_)) return;
-      RejectedExecution error = pool.rejection(task);
-      task.core_->abandon(std::make_exception_ptr(error));
-      throw error;
+      throw reject();
     }
     case Kind::custom: handler_(task, pool); return;
   }

@@ -199,8 +199,9 @@ void RoomWaiter::finish(bool fromCallback) noexcept {
 
 void RoomWaiter::dropTask() noexcept {
   if (!task_.valid()) return;
-  task_.core_->owner = pool_->impl_.get();
-  task_.core_->requestCancel();  // releases its links; its Future (ours, dropped) reports OperationCancelled
+  TaskCore& core = *PendingTaskAccess::core(task_);
+  core.owner = pool_->impl_.get();
+  core.requestCancel();  // releases its links; its Future (ours, dropped) reports OperationCancelled
   task_ = PendingTask();
 }
 
@@ -241,7 +242,7 @@ void PoolImpl::serveRoomWaitersLocked(RoomWaiter*& ended, FactoryErrors& errors)
         head->outcome_ = RoomWaiter::Outcome::cancelled;
       } else {
         head->outcome_ = RoomWaiter::Outcome::admitted;
-        head->task_.core_->owner = this;
+        detail::PendingTaskAccess::core(head->task_)->owner = this;
         head->task_ = PendingTask();
         countCancelledAtSubmission();
       }

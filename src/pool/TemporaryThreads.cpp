@@ -66,12 +66,12 @@ void PoolImpl::runTemporary(std::unique_ptr<TemporaryJob> job) noexcept {
   pthread_setname_np(pthread_self(), job->threadName.substr(0, 15).c_str());
   {
     // A submitted task's failure nobody reads is reported, as on a worker.
-    const Ref<TaskCore> core = job->task.core_;
+    const Ref<TaskCore> core = PendingTaskAccess::core(job->task);
     const bool watched = core->hasFuture() && !core->isCoroutine();
     try {
       if (core->isCoroutine()) {
         // Watched wherever the coroutine finishes, the pool held until then.
-        (void)runOutside(job->task.core_, Outside::temporaryThread);
+        (void)runOutside(PendingTaskAccess::core(job->task), Outside::temporaryThread);
       } else {
         job->task.run();
       }

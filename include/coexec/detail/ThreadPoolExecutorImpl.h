@@ -45,7 +45,7 @@ class PeriodicBodyOf final : public PeriodicBody {
 }  // namespace detail
 
 inline PendingTask ThreadPoolExecutor::adoptTask(detail::TaskCore* core) noexcept {
-  return PendingTask(detail::Ref<detail::TaskCore>::adopt(core));
+  return detail::PendingTaskAccess::make(detail::Ref<detail::TaskCore>::adopt(core));
 }
 
 constexpr std::string_view ThreadPoolExecutor::scopeOf(std::string_view operation) noexcept {
@@ -54,12 +54,17 @@ constexpr std::string_view ThreadPoolExecutor::scopeOf(std::string_view operatio
 }
 
 inline void ThreadPoolExecutor::nameTask(PendingTask& task, std::string_view name) {
-  if (!name.empty()) task.core_->setNameId(detail::internTaskName(name));
+  if (!name.empty()) detail::PendingTaskAccess::core(task)->setNameId(detail::internTaskName(name));
 }
 
 template <class R>
 inline detail::Ref<detail::ResultCore<R>> ThreadPoolExecutor::resultCoreOf(const PendingTask& task) noexcept {
-  return task.core_.template copyAs<detail::ResultCore<R>>();
+  return detail::PendingTaskAccess::core(task).template copyAs<detail::ResultCore<R>>();
+}
+
+template <class R>
+inline Future<R> ThreadPoolExecutor::unpublishedFutureOf(PendingTask& task) noexcept {
+  return Future<R>(detail::PendingTaskAccess::core(task).template copyUnpublishedAs<detail::ResultCore<R>>());
 }
 
 template <class R>
@@ -93,7 +98,7 @@ template <class F>
 inline auto ThreadPoolExecutor::submit(F&& f, int priority) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
-  detail::SubmittedFuture<F, Future<R>> future{Future<R>(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>())};
+  detail::SubmittedFuture<F, Future<R>> future{unpublishedFutureOf<R>(task)};
   admit(std::move(task));
   return future;
 }
@@ -102,7 +107,7 @@ template <class F>
 inline auto ThreadPoolExecutor::submit(F&& f, const CancellationToken& token, int priority) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submit");
-  detail::SubmittedFuture<F, Future<R>> future{Future<R>(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>())};
+  detail::SubmittedFuture<F, Future<R>> future{unpublishedFutureOf<R>(task)};
   admit(std::move(task), &token);
   return future;
 }
@@ -112,7 +117,7 @@ inline auto ThreadPoolExecutor::submit(F&& f, const TaskOptions& options) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), options.priority, "submit");
   nameTask(task, options.name);
-  detail::SubmittedFuture<F, Future<R>> future{Future<R>(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>())};
+  detail::SubmittedFuture<F, Future<R>> future{unpublishedFutureOf<R>(task)};
   admit(std::move(task));
   return future;
 }
@@ -121,7 +126,7 @@ template <class F, class Rep, class Period>
 inline auto ThreadPoolExecutor::schedule(F&& f, std::chrono::duration<Rep, Period> delay) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), 0, "schedule");
-  Future<R> future(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>());
+  Future<R> future = unpublishedFutureOf<R>(task);
   const Clock::time_point now = clock().now();
   const Clock::time_point deadline = scheduleTask(task, detail::deadlineOn(now, delay), now);
   return detail::submittedFuture<F>(ScheduledFuture<R>(std::move(future), deadline, clock()));
@@ -157,7 +162,7 @@ template <class F>
 inline auto ThreadPoolExecutor::submitWhenRoom(F&& f, int priority) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submitWhenRoom");
-  Future<R> future(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>());
+  Future<R> future = unpublishedFutureOf<R>(task);
   return detail::SubmitWhenRoomAwaitable<R, detail::kOwningTemporary<F>>(*this, std::move(task), std::move(future),
                                                                          nullptr, {}, false);
 }
@@ -166,7 +171,7 @@ template <class F>
 inline auto ThreadPoolExecutor::submitWhenRoom(F&& f, const CancellationToken& token, int priority) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), priority, "submitWhenRoom");
-  Future<R> future(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>());
+  Future<R> future = unpublishedFutureOf<R>(task);
   return detail::SubmitWhenRoomAwaitable<R, detail::kOwningTemporary<F>>(*this, std::move(task), std::move(future),
                                                                          &token, {}, false);
 }
@@ -176,7 +181,7 @@ inline auto ThreadPoolExecutor::submitWhenRoom(F&& f, const TaskOptions& options
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), options.priority, "submitWhenRoom");
   nameTask(task, options.name);
-  Future<R> future(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>());
+  Future<R> future = unpublishedFutureOf<R>(task);
   return detail::SubmitWhenRoomAwaitable<R, detail::kOwningTemporary<F>>(*this, std::move(task), std::move(future),
                                                                          nullptr, {}, false);
 }
@@ -185,7 +190,7 @@ template <class F, class Rep, class Period>
 inline auto ThreadPoolExecutor::submitWhenRoom(F&& f, std::chrono::duration<Rep, Period> timeout) {
   using R = detail::SubmitResult<std::decay_t<F>>;
   PendingTask task = makeTask<true>(std::forward<F>(f), 0, "submitWhenRoom");
-  Future<R> future(task.core_.template copyUnpublishedAs<detail::ResultCore<R>>());
+  Future<R> future = unpublishedFutureOf<R>(task);
   return detail::SubmitWhenRoomAwaitable<R, detail::kOwningTemporary<F>>(
       *this, std::move(task), std::move(future), nullptr, detail::saturatedDuration(timeout), true);
 }
