@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/WhenAll.h"
+#include "coexec/detail/FaultInjection.h"
 
 using coexec::Future;
 using coexec::Task;
@@ -171,4 +173,51 @@ TEST_CASE("whenAll of Tasks returning over-aligned values returns them aligned",
     co_return a.sum() + b.sum();
   };
   CHECK(coexec::syncWait(both()) == (4.0 + 6.0) + (40.0 + 6.0));
+}
+
+namespace {
+
+// Recycled types as the task layer has them: plain and over-aligned, one whose
+// constructor throws, and a polymorphic one deleted through its base.
+struct alignas(64) ThrowsAligned : coexec::detail::Recycled {
+  ThrowsAligned() { throw std::runtime_error("constructor"); }
+  std::array<char, 64> bytes{};
+};
+struct ThrowsPlain : coexec::detail::Recycled {
+  ThrowsPlain() { throw std::runtime_error("constructor"); }
+  std::array<char, 48> bytes{};
+};
+struct RecycledBase : coexec::detail::Recycled {
+  virtual ~RecycledBase() = default;
+  std::array<char, 24> bytes{};
+};
+struct alignas(128) WideDerived final : RecycledBase {
+  std::array<char, 200> more{};
+};
+struct PlainDerived final : RecycledBase {
+  std::array<char, 100> more{};
+};
+
+}  // namespace
+
+TEST_CASE("a Recycled object's block goes back when its constructor throws or it is deleted through its base",
+          "[frames][aligned]") {
+  using coexec::detail::FaultInjection;
+  const std::int64_t before = FaultInjection::liveFrameBlocks();
+  for (int i = 0; i < 3; ++i) {
+    CHECK_THROWS_AS(new ThrowsAligned, std::runtime_error);
+    CHECK_THROWS_AS(new ThrowsPlain, std::runtime_error);
+    RecycledBase* wide = new WideDerived;
+    RecycledBase* plain = new PlainDerived;
+    CHECK(isAligned(opaque(wide), 128));
+    CHECK(isAligned(opaque(plain), __STDCPP_DEFAULT_NEW_ALIGNMENT__));
+    if (FaultInjection::available()) CHECK(FaultInjection::liveFrameBlocks() == before + 2);
+    delete wide;
+    delete plain;
+  }
+  if (!FaultInjection::available()) {
+    WARN("this build has no fault points (COEXEC_FAULT_INJECTION=OFF): the blocks are not counted");
+    return;
+  }
+  CHECK(FaultInjection::liveFrameBlocks() == before);
 }

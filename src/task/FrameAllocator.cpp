@@ -54,15 +54,25 @@ namespace {
 constexpr std::size_t kMinClassShift = 6;   // 64-byte blocks, header included
 constexpr std::size_t kMaxClassShift = 12;  // 4 KiB
 constexpr std::size_t kClasses = kMaxClassShift - kMinClassShift + 1;
+// Each size class has two slots in a cache: one for blocks aligned to their
+// size (allocate()), one for blocks aligned as ::operator new(size) aligns
+// them (allocateDefault()). A slot's blocks are alike, so any block on its
+// free list serves any request of the slot; a slot index is the class, plus
+// kClasses for the default-aligned slot. The two kinds differ only in what
+// the global allocator is asked for when a slot runs dry: an aligned request
+// (memalign with glibc) costs several times a plain one, which the per-thread
+// caches of the C library serve.
+constexpr std::size_t kSlots = 2 * kClasses;
 // Block layout: [payload ... | Header]. The header sits in the last kHeader
 // bytes of the block, found from the payload and the size (headerOf()), so
-// the payload starts the block. A block of class c is aligned to its own size
-// (2^(c + kMinClassShift)), a large block to kLargeAlign. An object of n bytes
-// has an alignment that is a power of two no greater than n, and its block
-// holds n + kHeader bytes rounded up to a power of two, so the block's
-// alignment is a multiple of the object's, up to kLargeAlign: over-aligned
-// task states and coroutine frames (whose alignment C++20 does not pass to
-// operator new) come out aligned.
+// the payload starts the block. An aligned block of class c is aligned to its
+// own size (2^(c + kMinClassShift)), an aligned large block to kLargeAlign.
+// An object of n bytes has an alignment that is a power of two no greater
+// than n, and its block holds n + kHeader bytes rounded up to a power of two,
+// so the block's alignment is a multiple of the object's, up to kLargeAlign:
+// coroutine frames (whose alignment C++20 does not pass to operator new) and
+// over-aligned objects come out aligned. A default-aligned block is aligned to
+// __STDCPP_DEFAULT_NEW_ALIGNMENT__ (at least kHeader), as its header needs.
 constexpr std::size_t kHeader = 16;
 constexpr std::size_t kLargeAlign = FrameAllocator::kMaxAlignment;
 constexpr std::size_t kMaxLocal = FrameAllocator::kMaxCachedPerClass;
@@ -88,11 +98,14 @@ constexpr std::int64_t kTrimInterval = 1'000'000'000;  // ns
 struct Cache;
 
 struct alignas(16) Header {
-  Cache* owner;       // null: from the global allocator, freed to it
-  std::uint32_t cls;  // size class, or kClasses for a large block
+  Cache* owner;        // null: from the global allocator, freed to it
+  std::uint32_t slot;  // a slot (see kSlots), or kLargeAligned / kLargeDefault
   std::uint32_t unused;
 };
 static_assert(sizeof(Header) == kHeader);
+static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= alignof(Header));
+constexpr std::uint32_t kLargeAligned = kSlots;      // a large block from allocate()
+constexpr std::uint32_t kLargeDefault = kSlots + 1;  // a large block from allocateDefault()
 
 struct FreeBlock {
   FreeBlock* next;
@@ -108,16 +121,27 @@ std::size_t classOf(std::size_t size) noexcept {
 
 constexpr std::size_t classBytes(std::size_t c) noexcept { return std::size_t{1} << (c + kMinClassShift); }
 
+/// The slot of class `c` (< kClasses) for blocks aligned to their size or not.
+constexpr std::size_t slotOf(std::size_t c, bool aligned) noexcept { return aligned ? c : c + kClasses; }
+constexpr bool isAlignedSlot(std::size_t s) noexcept { return s < kClasses; }
+constexpr std::size_t slotBytes(std::size_t s) noexcept { return classBytes(s % kClasses); }
+
 /// The payload size of a large block rounded up so that its header is aligned.
 constexpr std::size_t largePayload(std::size_t size) noexcept { return (size + kHeader - 1) & ~(kHeader - 1); }
 
-/// A block of class `c` from the global allocator, aligned to its size; null
-/// when out of memory.
-FreeBlock* newClassBlock(std::size_t c) noexcept {
-  return static_cast<FreeBlock*>(::operator new(classBytes(c), std::align_val_t{classBytes(c)}, std::nothrow));
+/// A block of slot `s` from the global allocator (aligned to its size for an
+/// aligned slot); null when out of memory.
+FreeBlock* newClassBlock(std::size_t s) noexcept {
+  const std::size_t bytes = slotBytes(s);
+  return static_cast<FreeBlock*>(isAlignedSlot(s) ? ::operator new(bytes, std::align_val_t{bytes}, std::nothrow)
+                                                  : ::operator new(bytes, std::nothrow));
 }
-void deleteClassBlock(void* block, std::size_t c) noexcept {
-  ::operator delete(block, std::align_val_t{classBytes(c)});
+void deleteClassBlock(void* block, std::size_t s) noexcept {
+  const std::size_t bytes = slotBytes(s);
+  if (isAlignedSlot(s))
+    ::operator delete(block, bytes, std::align_val_t{bytes});
+  else
+    ::operator delete(block, bytes);
 }
 
 struct Cache {
@@ -128,123 +152,123 @@ struct Cache {
   }
 
   // Touched only by the owning thread (a parked cache's new owner receives
-  // them through the ParkedCaches mutex). Per class: counts + spareCounts <=
+  // them through the ParkedCaches mutex). Per slot: counts + spareCounts <=
   // kMaxLocal, and limits == kMaxLocal - spareCounts.
-  std::array<FreeBlock*, kClasses> heads{};
-  std::array<std::size_t, kClasses> counts{};  // blocks in the free list
-  std::array<std::size_t, kClasses> limits{};  // most blocks the free list may hold now
-  std::array<FreeBlock*, kClasses> spares{};   // see kMinSpares
-  std::array<std::size_t, kClasses> spareCounts{};
+  std::array<FreeBlock*, kSlots> heads{};
+  std::array<std::size_t, kSlots> counts{};  // blocks in the free list
+  std::array<std::size_t, kSlots> limits{};  // most blocks the free list may hold now
+  std::array<FreeBlock*, kSlots> spares{};   // see kMinSpares
+  std::array<std::size_t, kSlots> spareCounts{};
 
   // Shared with the threads that free this cache's blocks (on lines of their
   // own, so that their pushes do not disturb the owner's fields).
   // Blocks other threads freed; pushed by anyone, taken whole by the owner.
-  alignas(64) std::array<std::atomic<FreeBlock*>, kClasses> returned{};
+  alignas(64) std::array<std::atomic<FreeBlock*>, kSlots> returned{};
   // Places left on the returned stack: kMaxReturned minus the blocks on it or
   // being pushed. A pusher takes one (acquire) before it pushes; the owner
   // gives them back (release) after it has taken the blocks off. So a push
   // that uses a given-back place comes after the exchange that emptied it,
   // and the stack never holds more than kMaxReturned blocks.
-  std::array<std::atomic<std::size_t>, kClasses> credits{};
-  // Blocks of the class from this cache that exist, live or cached: sizes
+  std::array<std::atomic<std::size_t>, kSlots> credits{};
+  // Blocks of the slot from this cache that exist, live or cached: sizes
   // the spares. Relaxed: an estimate that no other data depends on.
-  std::array<std::atomic<std::size_t>, kClasses> owned{};
+  std::array<std::atomic<std::size_t>, kSlots> owned{};
   // Set when `owned` reached kBigBurst; taken (exchange) by the free that
   // brings it back under kBurstOver, which then gives the burst's memory
   // back (see deallocate()).
-  std::array<std::atomic<bool>, kClasses> bigBurst{};
-  // When the end of a burst of the class last gave memory back (the coarse
+  std::array<std::atomic<bool>, kSlots> bigBurst{};
+  // When the end of a burst of the slot last gave memory back (the coarse
   // clock's nanoseconds), and the peak of that burst; relaxed: a rate limit.
-  std::array<std::atomic<std::int64_t>, kClasses> lastTrim{};
-  std::array<std::atomic<std::size_t>, kClasses> trimmedPeak{};
-  // The most blocks of the class in circulation since the last burst ended
+  std::array<std::atomic<std::int64_t>, kSlots> lastTrim{};
+  std::array<std::atomic<std::size_t>, kSlots> trimmedPeak{};
+  // The most blocks of the slot in circulation since the last burst ended
   // (written by the owner in takeSpares(), taken by the burst's end).
-  std::array<std::atomic<std::size_t>, kClasses> burstPeak{};
+  std::array<std::atomic<std::size_t>, kSlots> burstPeak{};
 
-  /// A block of class `c` freed on a thread other than the owner's: onto the
+  /// A block of slot `s` freed on a thread other than the owner's: onto the
   /// returned stack if there is a place left, else false (the caller frees it
   /// to the global allocator).
-  bool tryReturn(std::size_t c, FreeBlock* block) noexcept {
-    std::size_t places = credits[c].load(std::memory_order_relaxed);
+  bool tryReturn(std::size_t s, FreeBlock* block) noexcept {
+    std::size_t places = credits[s].load(std::memory_order_relaxed);
     do {
       if (places == 0) return false;
     } while (
-        !credits[c].compare_exchange_weak(places, places - 1, std::memory_order_acquire, std::memory_order_relaxed));
-    FreeBlock* head = returned[c].load(std::memory_order_relaxed);
+        !credits[s].compare_exchange_weak(places, places - 1, std::memory_order_acquire, std::memory_order_relaxed));
+    FreeBlock* head = returned[s].load(std::memory_order_relaxed);
     do {
       block->next = head;
       // release: the owner that takes the stack sees `next` and the block.
-    } while (!returned[c].compare_exchange_weak(head, block, std::memory_order_release, std::memory_order_relaxed));
+    } while (!returned[s].compare_exchange_weak(head, block, std::memory_order_release, std::memory_order_relaxed));
     return true;
   }
 
-  /// The list of class `c` is empty: moves the returned blocks to it and gives
+  /// The list of slot `s` is empty: moves the returned blocks to it and gives
   /// their places back. Spares that no longer fit under kMaxLocal beside them
   /// go back to the global allocator.
-  void reclaim(std::size_t c) noexcept {
-    FreeBlock* block = returned[c].exchange(nullptr, std::memory_order_acquire);
+  void reclaim(std::size_t s) noexcept {
+    FreeBlock* block = returned[s].exchange(nullptr, std::memory_order_acquire);
     if (block == nullptr) return;
     std::size_t moved = 0;
     while (block) {
       FreeBlock* next = block->next;
-      block->next = heads[c];
-      heads[c] = block;
+      block->next = heads[s];
+      heads[s] = block;
       ++moved;
       block = next;
     }
-    counts[c] = moved;  // the list was empty; moved <= kMaxReturned <= kMaxLocal
-    credits[c].fetch_add(moved, std::memory_order_release);
+    counts[s] = moved;  // the list was empty; moved <= kMaxReturned <= kMaxLocal
+    credits[s].fetch_add(moved, std::memory_order_release);
     std::size_t dropped = 0;
-    while (counts[c] + spareCounts[c] > kMaxLocal) {
-      FreeBlock* spare = spares[c];
-      spares[c] = spare->next;
-      --spareCounts[c];
-      deleteClassBlock(spare, c);
+    while (counts[s] + spareCounts[s] > kMaxLocal) {
+      FreeBlock* spare = spares[s];
+      spares[s] = spare->next;
+      --spareCounts[s];
+      deleteClassBlock(spare, s);
       ++dropped;
     }
     if (dropped > 0) {
-      limits[c] = kMaxLocal - spareCounts[c];
-      owned[c].fetch_sub(dropped, std::memory_order_relaxed);
+      limits[s] = kMaxLocal - spareCounts[s];
+      owned[s].fetch_sub(dropped, std::memory_order_relaxed);
     }
   }
 
-  /// The class ran dry and the caller's block came from the global
+  /// The slot ran dry and the caller's block came from the global
   /// allocator: takes spares into the reserve (see kMinSpares).
-  void takeSpares(std::size_t c) noexcept {
-    const std::size_t room = kMaxLocal - counts[c] - spareCounts[c];
-    const std::size_t wanted = std::min(room, std::max(kMinSpares, owned[c].load(std::memory_order_relaxed) / 8));
+  void takeSpares(std::size_t s) noexcept {
+    const std::size_t room = kMaxLocal - counts[s] - spareCounts[s];
+    const std::size_t wanted = std::min(room, std::max(kMinSpares, owned[s].load(std::memory_order_relaxed) / 8));
     std::size_t taken = 0;
     for (; taken < wanted; ++taken) {
-      FreeBlock* extra = newClassBlock(c);
+      FreeBlock* extra = newClassBlock(s);
       if (extra == nullptr) break;
-      extra->next = spares[c];
-      spares[c] = extra;
+      extra->next = spares[s];
+      spares[s] = extra;
     }
-    spareCounts[c] += taken;
-    limits[c] = kMaxLocal - spareCounts[c];
-    const std::size_t now = owned[c].fetch_add(1 + taken, std::memory_order_relaxed) + 1 + taken;  // the caller's and the spares
-    if (now >= kBigBurst && !bigBurst[c].load(std::memory_order_relaxed)) bigBurst[c].store(true, std::memory_order_relaxed);
-    if (now > burstPeak[c].load(std::memory_order_relaxed)) burstPeak[c].store(now, std::memory_order_relaxed);
+    spareCounts[s] += taken;
+    limits[s] = kMaxLocal - spareCounts[s];
+    const std::size_t now = owned[s].fetch_add(1 + taken, std::memory_order_relaxed) + 1 + taken;  // the caller's and the spares
+    if (now >= kBigBurst && !bigBurst[s].load(std::memory_order_relaxed)) bigBurst[s].store(true, std::memory_order_relaxed);
+    if (now > burstPeak[s].load(std::memory_order_relaxed)) burstPeak[s].store(now, std::memory_order_relaxed);
   }
 
-  /// Gives the spare reserve of class `c` back to the global allocator.
-  void dropSpares(std::size_t c) noexcept {
-    const std::size_t dropped = spareCounts[c];
-    while (FreeBlock* spare = spares[c]) {
-      spares[c] = spare->next;
-      deleteClassBlock(spare, c);
+  /// Gives the spare reserve of slot `s` back to the global allocator.
+  void dropSpares(std::size_t s) noexcept {
+    const std::size_t dropped = spareCounts[s];
+    while (FreeBlock* spare = spares[s]) {
+      spares[s] = spare->next;
+      deleteClassBlock(spare, s);
     }
-    spareCounts[c] = 0;
-    limits[c] = kMaxLocal;
-    owned[c].fetch_sub(dropped, std::memory_order_relaxed);
+    spareCounts[s] = 0;
+    limits[s] = kMaxLocal;
+    owned[s].fetch_sub(dropped, std::memory_order_relaxed);
   }
 
-  /// Blocks of class `c` on the returned stack. Owner only: only the owner
+  /// Blocks of slot `s` on the returned stack. Owner only: only the owner
   /// takes blocks off, so the chain from the head stays intact while it is
   /// walked; acquire (as in reclaim) makes each block's `next` visible.
-  [[nodiscard]] std::size_t returnedCount(std::size_t c) const noexcept {
+  [[nodiscard]] std::size_t returnedCount(std::size_t s) const noexcept {
     std::size_t n = 0;
-    for (FreeBlock* b = returned[c].load(std::memory_order_acquire); b != nullptr; b = b->next)
+    for (FreeBlock* b = returned[s].load(std::memory_order_acquire); b != nullptr; b = b->next)
       ++n;
     return n;
   }
@@ -339,58 +363,76 @@ Header* headerOf(void* payload, std::size_t size) noexcept {
 }  // namespace
 
 namespace {
-void* allocateBlock(std::size_t size);
+void* allocateBlock(std::size_t size, bool aligned);
 }  // namespace
 
 void* FrameAllocator::allocate(std::size_t size) {
 #if defined(COEXEC_FAULT_INJECTION)
   FaultInjection::onFrameAllocate();  // may throw std::bad_alloc (tests only)
-  void* const block = allocateBlock(size);
+  void* const block = allocateBlock(size, true);
   FaultInjection::onFrameAllocated(block);
   return block;
 #else
-  return allocateBlock(size);
+  return allocateBlock(size, true);
+#endif
+}
+
+void* FrameAllocator::allocateDefault(std::size_t size) {
+#if defined(COEXEC_FAULT_INJECTION)
+  FaultInjection::onFrameAllocate();  // may throw std::bad_alloc (tests only)
+  void* const block = allocateBlock(size, false);
+  FaultInjection::onFrameAllocated(block);
+  return block;
+#else
+  return allocateBlock(size, false);
 #endif
 }
 
 namespace {
-void* allocateBlock(std::size_t size) {
+void* allocateBlock(std::size_t size, bool aligned) {
   const std::size_t c = classOf(size + kHeader);
   Cache* const mine = c < kClasses ? (tlsCache != nullptr ? tlsCache : attachCache()) : nullptr;
   if (mine == nullptr) {  // a large block, or a thread that is exiting
     void* block = nullptr;
+    std::uint32_t slot = 0;
     if (c < kClasses) {
-      block = newClassBlock(c);
+      slot = static_cast<std::uint32_t>(slotOf(c, aligned));
+      block = newClassBlock(slot);
       if (block == nullptr) throw std::bad_alloc();
-    } else {
+    } else if (aligned) {
+      slot = kLargeAligned;
       block = ::operator new(largePayload(size) + kHeader, std::align_val_t{kLargeAlign});
+    } else {
+      slot = kLargeDefault;
+      block = ::operator new(largePayload(size) + kHeader);
     }
     Header* header = headerOf(block, size);
     header->owner = nullptr;
-    header->cls = static_cast<std::uint32_t>(c < kClasses ? c : kClasses);
+    header->slot = slot;
     return block;
   }
+  const std::size_t s = slotOf(c, aligned);
   Cache& cache = *mine;
-  if (!cache.heads[c]) cache.reclaim(c);
+  if (!cache.heads[s]) cache.reclaim(s);
   void* block = nullptr;
-  if (FreeBlock* head = cache.heads[c]) {
-    cache.heads[c] = head->next;
-    --cache.counts[c];
+  if (FreeBlock* head = cache.heads[s]) {
+    cache.heads[s] = head->next;
+    --cache.counts[s];
     block = head;
-  } else if (FreeBlock* spare = cache.spares[c]) {
-    cache.spares[c] = spare->next;
-    --cache.spareCounts[c];
-    ++cache.limits[c];
+  } else if (FreeBlock* spare = cache.spares[s]) {
+    cache.spares[s] = spare->next;
+    --cache.spareCounts[s];
+    ++cache.limits[s];
     block = spare;
   } else {
-    // The class ran dry: more blocks are live than the cache holds.
-    block = newClassBlock(c);
+    // The slot ran dry: more blocks are live than the cache holds.
+    block = newClassBlock(s);
     if (block == nullptr) throw std::bad_alloc();
-    cache.takeSpares(c);
+    cache.takeSpares(s);
   }
   Header* header = headerOf(block, size);
   header->owner = &cache;
-  header->cls = static_cast<std::uint32_t>(c);
+  header->slot = static_cast<std::uint32_t>(s);
   return block;
 }
 }  // namespace
@@ -398,13 +440,13 @@ void* allocateBlock(std::size_t size) {
 std::size_t FrameAllocator::cachedBlocks(std::size_t size) noexcept {
   const std::size_t c = classOf(size + kHeader);
   if (c >= kClasses || tlsCache == nullptr) return 0;
-  return tlsCache->counts[c] + tlsCache->spareCounts[c];
+  return tlsCache->counts[c] + tlsCache->spareCounts[c];  // slotOf(c, true) == c
 }
 
 void FrameAllocator::releaseFreeMemory() noexcept {
   if (Cache* cache = tlsCache) {
-    for (std::size_t c = 0; c < kClasses; ++c)
-      if (cache->spareCounts[c] > 0) cache->dropSpares(c);
+    for (std::size_t s = 0; s < kSlots; ++s)
+      if (cache->spareCounts[s] > 0) cache->dropSpares(s);
   }
   trimHeap();
 }
@@ -421,38 +463,40 @@ void FrameAllocator::deallocate(void* block, std::size_t size) noexcept {
 #endif
   Header* header = headerOf(block, size);
   Cache* owner = header->owner;
-  const std::size_t c = header->cls;
+  const std::size_t s = header->slot;
   if (owner == nullptr) {
-    if (c < kClasses)
-      deleteClassBlock(block, c);
-    else
+    if (s < kSlots)
+      deleteClassBlock(block, s);
+    else if (s == kLargeAligned)
       ::operator delete(block, std::align_val_t{kLargeAlign});
+    else
+      ::operator delete(block);
     return;
   }
   auto* free = static_cast<FreeBlock*>(block);
   if (owner == tlsCache) {  // null on a thread without a cache or exiting: never an owner
-    if (owner->counts[c] < owner->limits[c]) {
-      free->next = owner->heads[c];
-      owner->heads[c] = free;
-      ++owner->counts[c];
+    if (owner->counts[s] < owner->limits[s]) {
+      free->next = owner->heads[s];
+      owner->heads[s] = free;
+      ++owner->counts[s];
       return;
     }
     // The list is full: a burst is receding, so its spares go too. They
     // were taken last, so they sit at the top of the allocator's heap, where
     // they would keep everything the burst frees below them from going back
     // to the system (a million timers scheduled and cancelled kept 430 MB).
-    if (owner->spareCounts[c] > 0) owner->dropSpares(c);
-  } else if (owner->tryReturn(c, free)) {
+    if (owner->spareCounts[s] > 0) owner->dropSpares(s);
+  } else if (owner->tryReturn(s, free)) {
     return;
   }
   // Over the cap: a burst is over, give the surplus back.
-  const std::size_t left = owner->owned[c].fetch_sub(1, std::memory_order_relaxed) - 1;
-  deleteClassBlock(block, c);
+  const std::size_t left = owner->owned[s].fetch_sub(1, std::memory_order_relaxed) - 1;
+  deleteClassBlock(block, s);
   // The end of a big burst: the C library's heap is full of free memory that
   // a few live blocks above it keep from going back to the system on its
   // own. Once per burst, on whichever thread frees the block that ends it.
-  if (left <= kBurstOver && owner->bigBurst[c].load(std::memory_order_relaxed) &&
-      owner->bigBurst[c].exchange(false, std::memory_order_relaxed)) {
+  if (left <= kBurstOver && owner->bigBurst[s].load(std::memory_order_relaxed) &&
+      owner->bigBurst[s].exchange(false, std::memory_order_relaxed)) {
     // A program that repeats its bursts back to back keeps their memory
     // between them (giving it back only to fault it in again would cost more
     // than it saves): within a second of the last trim, a burst no larger
@@ -460,12 +504,12 @@ void FrameAllocator::deallocate(void* block, std::size_t size) noexcept {
     // is given back at once: what it leaves is not what the last trim left
     // (the clang -O2 suite ended a 100,000-timer burst and a 300,000-timer
     // one within a second, and the second kept 131 MB).
-    const std::size_t peak = owner->burstPeak[c].exchange(0, std::memory_order_relaxed);
+    const std::size_t peak = owner->burstPeak[s].exchange(0, std::memory_order_relaxed);
     const std::int64_t now = coarseNowNanos();
-    if (now - owner->lastTrim[c].load(std::memory_order_relaxed) >= kTrimInterval ||
-        peak > owner->trimmedPeak[c].load(std::memory_order_relaxed)) {
-      owner->lastTrim[c].store(now, std::memory_order_relaxed);
-      owner->trimmedPeak[c].store(peak, std::memory_order_relaxed);
+    if (now - owner->lastTrim[s].load(std::memory_order_relaxed) >= kTrimInterval ||
+        peak > owner->trimmedPeak[s].load(std::memory_order_relaxed)) {
+      owner->lastTrim[s].store(now, std::memory_order_relaxed);
+      owner->trimmedPeak[s].store(peak, std::memory_order_relaxed);
       trimHeap();
     }
   }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <new>
 
 #include "coexec/Export.h"
 
@@ -25,19 +26,25 @@ namespace coexec::detail {
 /// and spare reserve together, and at most kMaxReturnedPerClass blocks that
 /// other threads freed and it has not taken back yet. A block freed beyond
 /// either cap goes back to the global allocator. So a cache holds at most
-/// kMaxCachedPerClass + kMaxReturnedPerClass blocks of each class, about 16 MiB
-/// over the seven classes. There is one cache per thread that has allocated
-/// here, and an exited thread's cache is adopted by the next new thread, so
-/// there are never more caches than the most such threads that were ever alive
-/// at once. Blocks in use are not counted: they are the program's.
+/// kMaxCachedPerClass + kMaxReturnedPerClass blocks of each class and
+/// alignment kind (see Alignment), about 32 MiB over the seven classes. There
+/// is one cache per thread that has allocated here, and an exited thread's
+/// cache is adopted by the next new thread, so there are never more caches
+/// than the most such threads that were ever alive at once. Blocks in use are
+/// not counted: they are the program's.
 ///
-/// Alignment: a block of `size` bytes is aligned to the smallest power of two
-/// of at least `size + 16` bytes, capped at kMaxAlignment. An object's
+/// Alignment: a block from allocate(size) is aligned to the smallest power of
+/// two of at least `size + 16` bytes, capped at kMaxAlignment. An object's
 /// alignment divides its size, so any object up to kMaxAlignment-aligned fits
-/// a block of its size aligned: over-aligned task states, and coroutine frames
+/// a block of its size aligned: over-aligned objects, and coroutine frames
 /// with over-aligned locals (C++20 passes no alignment to a promise's operator
 /// new; the frame's size is all it gets). Types aligned beyond kMaxAlignment
-/// (4096, a page) are not supported in task states, results or frames.
+/// (4096, a page) are not supported in task states, results or frames. A block
+/// from allocateDefault(size) is aligned as ::operator new(size) aligns one
+/// (__STDCPP_DEFAULT_NEW_ALIGNMENT__): for objects whose type is not
+/// over-aligned. The two kinds are cached apart, and a cache that runs dry
+/// asks the global allocator for the same kind (an aligned request costs it
+/// several times a plain one).
 ///
 /// Thread safety: every function may be called from any thread.
 struct COEXEC_EXPORT FrameAllocator {
@@ -45,10 +52,14 @@ struct COEXEC_EXPORT FrameAllocator {
   static constexpr std::size_t kMaxReturnedPerClass = 1024;
   /// The most alignment a block is guaranteed (see Alignment above).
   static constexpr std::size_t kMaxAlignment = 4096;
-  /// A block of at least `size` bytes, aligned as said above.
+  /// A block of at least `size` bytes, aligned to its size as said above.
   /// \throws std::bad_alloc.
   static void* allocate(std::size_t size);
-  /// `size` must be the size given to allocate(). Never throws.
+  /// A block of at least `size` bytes, aligned to
+  /// __STDCPP_DEFAULT_NEW_ALIGNMENT__ only. \throws std::bad_alloc.
+  static void* allocateDefault(std::size_t size);
+  /// Frees a block of allocate() or allocateDefault(); `size` must be the
+  /// size given to it. Never throws.
   static void deallocate(void* block, std::size_t size) noexcept;
   /// After a burst (many more blocks alive than the caches keep) has ended:
   /// drops the calling thread's spare blocks and asks the C library to give
@@ -58,24 +69,43 @@ struct COEXEC_EXPORT FrameAllocator {
   /// few milliseconds after a burst of a million blocks); call it rarely.
   /// Never blocks on coexec's locks; never throws.
   static void releaseFreeMemory() noexcept;
-  /// Blocks of `size`'s class in the calling thread's free list and spare
-  /// reserve (at most kMaxCachedPerClass; 0 for sizes above the largest
+  /// Blocks of `size`'s class, of allocate()'s kind, in the calling thread's
+  /// free list and spare reserve (at most kMaxCachedPerClass; 0 for sizes above the largest
   /// class). For tests and diagnostics. Never throws.
   static std::size_t cachedBlocks(std::size_t size) noexcept;
-  /// Blocks of `size`'s class that other threads freed and the calling
+  /// Blocks of `size`'s class, of allocate()'s kind, that other threads freed and the calling
   /// thread's cache has not taken back yet (at most kMaxReturnedPerClass).
   /// For tests and diagnostics. Never throws.
   static std::size_t returnedBlocks(std::size_t size) noexcept;
 };
 
-/// Base for types whose instances come from the FrameAllocator. Over-aligned
-/// types work without an aligned operator new: a block of the object's size
-/// is aligned enough (up to FrameAllocator::kMaxAlignment). The size forms
-/// alone are declared, so that every new-expression, and the deallocation
-/// when a constructor throws, goes through them.
+/// Base for types whose instances come from the FrameAllocator. A type that
+/// is not over-aligned gets a default-aligned block (allocateDefault()) and is
+/// freed by the sized form. An over-aligned one (up to
+/// FrameAllocator::kMaxAlignment) goes through the aligned forms C++17 calls
+/// for it; in class scope a delete-expression (and the deallocation when a
+/// constructor throws) picks the unsized aligned form, so its block records
+/// its own size: the object sits `alignment` bytes into a block of
+/// allocate(size + alignment), aligned to its size, whose first word is that
+/// size. Over-aligned instances are rare (a task state of an over-aligned
+/// result or capture); the padding is their cost.
 struct Recycled {
-  static void* operator new(std::size_t size) { return FrameAllocator::allocate(size); }
-  static void operator delete(void* block, std::size_t size) noexcept { FrameAllocator::deallocate(block, size); }
+  static void* operator new(std::size_t size) { return FrameAllocator::allocateDefault(size); }
+  static void operator delete(void* object, std::size_t size) noexcept { FrameAllocator::deallocate(object, size); }
+
+  /// \throws std::bad_alloc, also for an alignment above kMaxAlignment.
+  static void* operator new(std::size_t size, std::align_val_t alignment) {
+    const auto offset = static_cast<std::size_t>(alignment);
+    if (offset > FrameAllocator::kMaxAlignment) throw std::bad_alloc();
+    const std::size_t blockSize = size + offset;
+    void* block = FrameAllocator::allocate(blockSize);  // aligned to at least blockSize's power of two >= offset
+    *static_cast<std::size_t*>(block) = blockSize;
+    return static_cast<char*>(block) + offset;
+  }
+  static void operator delete(void* object, std::align_val_t alignment) noexcept {
+    void* block = static_cast<char*>(object) - static_cast<std::size_t>(alignment);
+    FrameAllocator::deallocate(block, *static_cast<std::size_t*>(block));
+  }
 };
 
 }  // namespace coexec::detail

@@ -30,7 +30,7 @@ class SlotArray {
   void assign(std::size_t n) {
     reset();
     if (n == 0) return;
-    T* data = static_cast<T*>(FrameAllocator::allocate(n * sizeof(T)));
+    T* data = static_cast<T*>(FrameAllocator::allocateDefault(n * sizeof(T)));  // T is not over-aligned
     std::size_t built = 0;
     try {
       for (; built < n; ++built)

@@ -86,8 +86,14 @@ inline TaskCore* taskOf(const TaskContext* context) noexcept { return context !=
 /// frame.
 using TaskCompletion = void (*)(void* arg) noexcept;
 
-class TaskPromiseBase : public Recycled {
+class TaskPromiseBase {
  public:
+  // Coroutine frames come from the FrameAllocator, in blocks aligned to their
+  // size: C++20 passes a frame's size, not its alignment, to these, and a
+  // frame may hold over-aligned locals.
+  static void* operator new(std::size_t size) { return FrameAllocator::allocate(size); }
+  static void operator delete(void* block, std::size_t size) noexcept { FrameAllocator::deallocate(block, size); }
+
   class FinalAwaiter {
    public:
     FinalAwaiter() noexcept = default;  // not an aggregate: see docs/coroutines.md (GCC 12)
