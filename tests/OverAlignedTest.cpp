@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "Assertions.h"
@@ -220,4 +221,34 @@ TEST_CASE("a Recycled object's block goes back when its constructor throws or it
     return;
   }
   CHECK(FaultInjection::liveFrameBlocks() == before);
+}
+
+TEST_CASE("default-aligned blocks start a cache line, from the cache and from the global allocator, on every path back",
+          "[frames][aligned]") {
+  // More blocks than a cache keeps (so that some come from the global
+  // allocator and some go back to it), freed half on this thread and half on
+  // another (the returned stack and, over its cap, the global allocator);
+  // twice, so that the second round takes blocks from the cache. ASan checks
+  // that each block goes back to the allocation it was carved from.
+  constexpr std::size_t kBlocks = FrameAllocator::kMaxCachedPerClass + FrameAllocator::kMaxReturnedPerClass + 100;
+  for (std::size_t size : {1u, 40u, 100u, 200u, 1000u, 4000u}) {
+    INFO("size " << size);
+    for (int round = 0; round < 2; ++round) {
+      std::vector<void*> blocks(kBlocks);
+      std::size_t misaligned = 0;
+      for (void*& block : blocks) {
+        block = FrameAllocator::allocateDefault(size);
+        if (!isAligned(opaque(block), 64)) ++misaligned;
+        static_cast<unsigned char*>(block)[size - 1] = 0xA5;  // the whole payload is ours
+      }
+      CHECK(misaligned == 0);
+      std::thread other([&] {
+        for (std::size_t i = 0; i < kBlocks / 2; ++i)
+          FrameAllocator::deallocate(blocks[i], size);
+      });
+      other.join();
+      for (std::size_t i = kBlocks / 2; i < kBlocks; ++i)
+        FrameAllocator::deallocate(blocks[i], size);
+    }
+  }
 }

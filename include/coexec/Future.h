@@ -38,7 +38,7 @@ struct FutureAccess;
 /// `core` and the task has not finished: a blocking wait there can deadlock.
 COEXEC_EXPORT void checkBlockingWaitAllowed(const TaskCore& core, const char* operation);
 /// Called by a coroutine about to suspend on the Future of `task`, which is
-/// joinable (fork/join work: the caller checks `task.joinable`, so that the
+/// joinable (fork/join work: the caller checks `task.joinable()`, so that the
 /// common case costs one load and no call): if the calling thread works for
 /// the executor that admitted it, and no thread has started it, that
 /// executor runs it here, now, to its end or its first suspension
@@ -220,7 +220,7 @@ class FutureAwaiter {
     // Fork/join: a task still queued on this pool is run here rather than
     // waited for (the awaiting coroutine is suspended meanwhile, and goes on
     // at once if that finished it).
-    if (core_->joinable) {
+    if (core_->joinable()) {
       joinInline(*core_);
       if (core_->isDone()) return false;
     }

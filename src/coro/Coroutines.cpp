@@ -88,7 +88,7 @@ void leavePoolThread() noexcept {
 void joinInline(TaskCore& task) noexcept {
   // Only the executor that admitted the task runs it here: a task of
   // another pool waits for that pool's threads. (The caller has checked
-  // task.joinable.)
+  // task.joinable().)
   if (Joiner* const joiner = tlsJoiner; joiner != nullptr && task.owner == tlsPoolIdentity) {
     joiner->join(task);
   }

@@ -27,7 +27,7 @@
 //   quarter of the stack, at least 64 KiB, is kept free; less under
 //   ThreadSanitizer); the coroutine then suspends as before.
 // - Only a worker of the pool that admitted the task joins it, and only a
-//   task admitted to a local queue (TaskCore::joinable): a scheduled task
+//   task admitted to a local queue (TaskCore::joinable()): a scheduled task
 //   waits for its deadline, a task of another pool for that pool's threads.
 //   The runtime's joinInline() checks both and calls join() (Joiner) on the
 //   worker's thread.

@@ -41,7 +41,7 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   }
   Ref<TaskCore>& core = PendingTaskAccess::core(task);
   core->owner = this;
-  core->joinable = core->hasFuture();  // an awaiter on this pool may run it (PoolJoin.cpp)
+  if (core->hasFuture()) core->markJoinable();  // an awaiter on this pool may run it (PoolJoin.cpp)
   stampAdmission(*core);
   addOwn<std::uint64_t>(worker->counters.tasks, 1, std::memory_order_relaxed);  // before anyone can run it
   // The seq_cst push publishes the task (Parking.h: a parking worker reads

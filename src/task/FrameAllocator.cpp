@@ -60,8 +60,8 @@ constexpr std::size_t kClasses = kMaxClassShift - kMinClassShift + 1;
 // free list serves any request of the slot; a slot index is the class, plus
 // kClasses for the default-aligned slot. The two kinds differ only in what
 // the global allocator is asked for when a slot runs dry: an aligned request
-// (memalign with glibc) costs several times a plain one, which the per-thread
-// caches of the C library serve.
+// (memalign with glibc) for the first, a plain one (which the C library's
+// per-thread caches serve, at a fraction of the cost) for the second.
 constexpr std::size_t kSlots = 2 * kClasses;
 // Block layout: [payload ... | Header]. The header sits in the last kHeader
 // bytes of the block, found from the payload and the size (headerOf()), so
@@ -72,7 +72,7 @@ constexpr std::size_t kSlots = 2 * kClasses;
 // so the block's alignment is a multiple of the object's, up to kLargeAlign:
 // coroutine frames (whose alignment C++20 does not pass to operator new) and
 // over-aligned objects come out aligned. A default-aligned block is aligned to
-// __STDCPP_DEFAULT_NEW_ALIGNMENT__ (at least kHeader), as its header needs.
+// a cache line (see kLinePad), more than its header needs.
 constexpr std::size_t kHeader = 16;
 constexpr std::size_t kLargeAlign = FrameAllocator::kMaxAlignment;
 constexpr std::size_t kMaxLocal = FrameAllocator::kMaxCachedPerClass;
@@ -100,7 +100,7 @@ struct Cache;
 struct alignas(16) Header {
   Cache* owner;        // null: from the global allocator, freed to it
   std::uint32_t slot;  // a slot (see kSlots), or kLargeAligned / kLargeDefault
-  std::uint32_t unused;
+  std::uint32_t pad;   // a default-aligned slot's block: its offset in its allocation (newClassBlock())
 };
 static_assert(sizeof(Header) == kHeader);
 static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ >= alignof(Header));
@@ -129,19 +129,41 @@ constexpr std::size_t slotBytes(std::size_t s) noexcept { return classBytes(s % 
 /// The payload size of a large block rounded up so that its header is aligned.
 constexpr std::size_t largePayload(std::size_t size) noexcept { return (size + kHeader - 1) & ~(kHeader - 1); }
 
-/// A block of slot `s` from the global allocator (aligned to its size for an
-/// aligned slot); null when out of memory.
+// A default-aligned block still starts a cache line, so that blocks one
+// thread hands to another (a task state made by a producer and run by a
+// worker) share no line with their neighbours. It is carved from a plain
+// allocation kLinePad bytes larger (a plain request, which the C library's
+// per-thread caches serve; an aligned one costs several times as much), and
+// its header's `pad` records where in it the block starts.
+constexpr std::size_t kCacheLine = 64;
+constexpr std::size_t kLinePad =
+    __STDCPP_DEFAULT_NEW_ALIGNMENT__ < kCacheLine ? kCacheLine - __STDCPP_DEFAULT_NEW_ALIGNMENT__ : 0;
+
+Header* blockHeader(void* block, std::size_t bytes) noexcept {
+  return reinterpret_cast<Header*>(static_cast<char*>(block) + bytes - kHeader);
+}
+
+/// A block of slot `s` from the global allocator, aligned to its size (an
+/// aligned slot) or to a cache line; null when out of memory.
 FreeBlock* newClassBlock(std::size_t s) noexcept {
   const std::size_t bytes = slotBytes(s);
-  return static_cast<FreeBlock*>(isAlignedSlot(s) ? ::operator new(bytes, std::align_val_t{bytes}, std::nothrow)
-                                                  : ::operator new(bytes, std::nothrow));
+  if (isAlignedSlot(s)) return static_cast<FreeBlock*>(::operator new(bytes, std::align_val_t{bytes}, std::nothrow));
+  void* const raw = ::operator new(bytes + kLinePad, std::nothrow);
+  if (raw == nullptr) return nullptr;
+  const auto address = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t start = (address + kCacheLine - 1) & ~(kCacheLine - 1);  // at most kLinePad further
+  void* const block = static_cast<char*>(raw) + (start - address);
+  blockHeader(block, bytes)->pad = static_cast<std::uint32_t>(start - address);  // kept: allocateBlock() writes the rest
+  return static_cast<FreeBlock*>(block);
 }
 void deleteClassBlock(void* block, std::size_t s) noexcept {
   const std::size_t bytes = slotBytes(s);
-  if (isAlignedSlot(s))
+  if (isAlignedSlot(s)) {
     ::operator delete(block, bytes, std::align_val_t{bytes});
-  else
-    ::operator delete(block, bytes);
+    return;
+  }
+  const std::uint32_t pad = blockHeader(block, bytes)->pad;
+  ::operator delete(static_cast<char*>(block) - pad, bytes + kLinePad);
 }
 
 struct Cache {

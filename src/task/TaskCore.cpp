@@ -189,7 +189,7 @@ bool TaskCore::tryStartJoined() noexcept {
 }
 
 bool TaskCore::closeToJoins() noexcept {
-  if (!joinable) return true;  // no join ever starts it (and its stage word may have no flags: see tryStart)
+  if (!joinable_) return true;  // no join ever starts it (and its stage word may have no flags: see tryStart)
   std::uint32_t s = state_.load(std::memory_order_acquire);
   while (stageOf(s) == kQueued && (s & kNoJoin) == 0) {
     if (state_.compare_exchange_weak(s, s | kNoJoin, std::memory_order_acq_rel, std::memory_order_acquire)) return true;

@@ -40,11 +40,12 @@ namespace coexec::detail {
 /// with over-aligned locals (C++20 passes no alignment to a promise's operator
 /// new; the frame's size is all it gets). Types aligned beyond kMaxAlignment
 /// (4096, a page) are not supported in task states, results or frames. A block
-/// from allocateDefault(size) is aligned as ::operator new(size) aligns one
-/// (__STDCPP_DEFAULT_NEW_ALIGNMENT__): for objects whose type is not
-/// over-aligned. The two kinds are cached apart, and a cache that runs dry
-/// asks the global allocator for the same kind (an aligned request costs it
-/// several times a plain one).
+/// from allocateDefault(size), for objects whose type is not over-aligned,
+/// starts a cache line (64 bytes), so that blocks threads hand to each other
+/// share no line with their neighbours. The two kinds are cached apart; a
+/// cache that runs dry asks the global allocator for an aligned block for the
+/// first kind, and for a plain one, a line larger, for the second (an aligned
+/// request costs the C library several times a plain one).
 ///
 /// Thread safety: every function may be called from any thread.
 struct COEXEC_EXPORT FrameAllocator {
@@ -55,8 +56,8 @@ struct COEXEC_EXPORT FrameAllocator {
   /// A block of at least `size` bytes, aligned to its size as said above.
   /// \throws std::bad_alloc.
   static void* allocate(std::size_t size);
-  /// A block of at least `size` bytes, aligned to
-  /// __STDCPP_DEFAULT_NEW_ALIGNMENT__ only. \throws std::bad_alloc.
+  /// A block of at least `size` bytes that starts a cache line (see
+  /// Alignment above). \throws std::bad_alloc.
   static void* allocateDefault(std::size_t size);
   /// Frees a block of allocate() or allocateDefault(); `size` must be the
   /// size given to it. Never throws.

@@ -239,16 +239,23 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// Names the task (an index from internTaskName()); before it is
   /// published to another thread.
   void setNameId(std::uint32_t id) noexcept { nameId_ = id; }
+  /// True for a task its executor may run where it is awaited, on the
+  /// awaiting thread, if nothing has started it yet (fork/join work: see
+  /// joinInline() and tryStartJoined()).
+  [[nodiscard]] bool joinable() const noexcept { return joinable_; }
+  /// Makes the task joinable(); by its executor, before the task is
+  /// published to another thread. Never throws.
+  void markJoinable() noexcept { joinable_ = true; }
+
   // (The fields are laid out in declaration order across the access
   // sections: first, next to the reference count, what every start, finish
   // and child touches (the stage word, the children list, the result), the
-  // first field filling the tail of RefCounted; then the rest. The fields
-  // for the task's executor, declared at the end, are public too.)
-  /// True for a task its executor may run where it is awaited, on the
-  /// awaiting thread, if nothing has started it yet (fork/join work: see
-  /// joinInline() and tryStartJoined()). Written before the task is published
-  /// to another thread.
-  bool joinable = false;
+  // first field filling the tail of RefCounted; then the rest. The owner
+  // storage for the task's executor, below, is public.)
+ private:
+  bool joinable_ = false;  // see joinable()
+
+ public:
   /// Storage that the executor which admitted the task keeps its own
   /// per-task state in (its extension of the task, which the task core does
   /// not name): these two bytes, beside the stage word, for what it reads on
