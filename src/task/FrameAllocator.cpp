@@ -159,11 +159,11 @@ FreeBlock* newClassBlock(std::size_t s) noexcept {
 void deleteClassBlock(void* block, std::size_t s) noexcept {
   const std::size_t bytes = slotBytes(s);
   if (isAlignedSlot(s)) {
-    ::operator delete(block, bytes, std::align_val_t{bytes});
+    ::operator delete(block, std::align_val_t{bytes});
     return;
   }
   const std::uint32_t pad = blockHeader(block, bytes)->pad;
-  ::operator delete(static_cast<char*>(block) - pad, bytes + kLinePad);
+  ::operator delete(static_cast<char*>(block) - pad);
 }
 
 struct Cache {
