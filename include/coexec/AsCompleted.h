@@ -17,10 +17,11 @@
 #include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/CombinatorAccess.h"
-#include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/Ref.h"
-#include "coexec/detail/SlotArray.h"
+#include "coexec/detail/ResultCore.h"
+#include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/RunSegments.h"
+#include "coexec/detail/SlotArray.h"
 
 namespace coexec {
 

@@ -11,10 +11,10 @@
 #include "coexec/Task.h"
 #include "coexec/detail/Diagnostics.h"
 #include "coexec/detail/Ref.h"
+#include "coexec/detail/ResultCore.h"
 #include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/RunSegments.h"
 #include "coexec/detail/Scheduler.h"
-#include "coexec/detail/TaskCore.h"
 #include "coexec/detail/Time.h"
 
 /// 1 on compilers that destroy the members of an aggregate temporary (a

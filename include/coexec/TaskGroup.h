@@ -19,9 +19,9 @@
 #include "coexec/detail/CombinatorAccess.h"
 #include "coexec/detail/FanIn.h"
 #include "coexec/detail/OwningCallableFuture.h"
-#include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/Ref.h"
-#include "coexec/detail/TaskCore.h"
+#include "coexec/detail/ResultCore.h"
+#include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/RunSegments.h"
 
 namespace coexec {

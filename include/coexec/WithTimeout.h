@@ -20,10 +20,10 @@
 #include "coexec/detail/Diagnostics.h"
 #include "coexec/detail/OwningCallableFuture.h"
 #include "coexec/detail/Ref.h"
+#include "coexec/detail/ResultCore.h"
 #include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/RunSegments.h"
 #include "coexec/detail/Scheduler.h"
-#include "coexec/detail/TaskCore.h"
 #include "coexec/detail/Time.h"
 
 namespace coexec {

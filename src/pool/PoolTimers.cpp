@@ -38,6 +38,7 @@
 #include <fmt/format.h>
 
 #include "coexec/Errors.h"
+#include "coexec/detail/ResultCore.h"
 #include "pool/PoolImpl.h"
 
 namespace coexec {

@@ -18,7 +18,7 @@
 #include "coexec/PeriodicHandle.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/Ref.h"
-#include "coexec/detail/TaskCore.h"
+#include "coexec/detail/ResultCore.h"
 #include "foundation/SpinWait.h"
 #include "engine/TimerService.h"
 #include "pool/ScheduledItem.h"

@@ -89,8 +89,8 @@ static_assert(kMaxReturned <= kMaxLocal);
 constexpr std::size_t kMinSpares = 3;
 // A burst: this many blocks of one class in circulation at once (16 MiB of
 // 256-byte task states). When it is over (back under kBurstOver), its memory
-// goes back to the system (FrameAllocator::releaseFreeMemory()): a pool that
-// scheduled and cancelled a million timers keeps 8 MB, not 430 MB.
+// goes back to the system (FrameAllocator::releaseFreeMemory()): a process
+// whose burst is over does not keep its peak (docs/performance.md, W6).
 constexpr std::size_t kBigBurst = 64 * 1024;
 constexpr std::size_t kBurstOver = kMaxLocal + kMaxReturned;  // all a cache may hold: the rest is the burst
 constexpr std::int64_t kTrimInterval = 1'000'000'000;  // ns
@@ -506,7 +506,7 @@ void FrameAllocator::deallocate(void* block, std::size_t size) noexcept {
     // The list is full: a burst is receding, so its spares go too. They
     // were taken last, so they sit at the top of the allocator's heap, where
     // they would keep everything the burst frees below them from going back
-    // to the system (a million timers scheduled and cancelled kept 430 MB).
+    // to the system.
     if (owner->spareCounts[s] > 0) owner->dropSpares(s);
   } else if (owner->tryReturn(s, free)) {
     return;
@@ -523,9 +523,7 @@ void FrameAllocator::deallocate(void* block, std::size_t size) noexcept {
     // between them (giving it back only to fault it in again would cost more
     // than it saves): within a second of the last trim, a burst no larger
     // than the one trimmed then keeps its memory for the next. A larger one
-    // is given back at once: what it leaves is not what the last trim left
-    // (the clang -O2 suite ended a 100,000-timer burst and a 300,000-timer
-    // one within a second, and the second kept 131 MB).
+    // is given back at once: what it leaves is not what the last trim left.
     const std::size_t peak = owner->burstPeak[s].exchange(0, std::memory_order_relaxed);
     const std::int64_t now = coarseNowNanos();
     if (now - owner->lastTrim[s].load(std::memory_order_relaxed) >= kTrimInterval ||

@@ -20,7 +20,7 @@
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/CombinatorAccess.h"
 #include "coexec/detail/Ref.h"
-#include "coexec/detail/TaskCore.h"
+#include "coexec/detail/ResultCore.h"
 #include "coexec/detail/RunSegments.h"
 
 namespace coexec::detail {

@@ -15,8 +15,8 @@
 #include <utility>
 
 #include "coexec/Task.h"
+#include "coexec/detail/ResultCore.h"
 #include "coexec/detail/RunSegments.h"
-#include "coexec/detail/TaskCore.h"
 
 namespace coexec::detail {
 

@@ -29,6 +29,7 @@
 #include "coexec/detail/CombinatorAccess.h"
 #include "coexec/detail/CoroutineTask.h"
 #include "coexec/detail/FanIn.h"
+#include "coexec/detail/ResultCore.h"
 #include "coexec/detail/SlotArray.h"
 #include "coexec/detail/Time.h"
 

@@ -29,9 +29,9 @@
 #include "coexec/detail/LaneAccess.h"
 #include "coexec/detail/OwningCallableFuture.h"
 #include "coexec/detail/Ref.h"
-#include "coexec/detail/TaskCore.h"
-#include "coexec/detail/TaskPromise.h"
+#include "coexec/detail/ResultCore.h"
 #include "coexec/detail/RunSegments.h"
+#include "coexec/detail/TaskPromise.h"
 
 namespace coexec::detail {
 

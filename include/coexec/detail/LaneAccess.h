@@ -14,7 +14,7 @@
 #include "coexec/PendingTask.h"
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/detail/Ref.h"
-#include "coexec/detail/TaskCore.h"
+#include "coexec/detail/ResultCore.h"
 
 namespace coexec::detail {
 

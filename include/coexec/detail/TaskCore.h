@@ -5,9 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <new>
-#include <optional>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -18,7 +16,6 @@
 #include "coexec/detail/FrameAllocator.h"
 #include "coexec/detail/Ref.h"
 #include "coexec/detail/TaskNames.h"
-#include "coexec/detail/TokenArgument.h"
 
 namespace coexec::detail {
 
@@ -243,26 +240,21 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// awaiting thread, if nothing has started it yet (fork/join work: see
   /// joinInline() and tryStartJoined()).
   [[nodiscard]] bool joinable() const noexcept { return joinable_; }
-  /// Makes the task joinable(); by its executor, before the task is
-  /// published to another thread. Never throws.
+  /// By the executor, before it publishes the task to another thread.
   void markJoinable() noexcept { joinable_ = true; }
-
-  // (The fields are laid out in declaration order across the access
-  // sections: first, next to the reference count, what every start, finish
-  // and child touches (the stage word, the children list, the result), the
-  // first field filling the tail of RefCounted; then the rest. The owner
-  // storage for the task's executor, below, is public.)
+  // (Fields are laid out in declaration order across the access sections:
+  // first, beside the reference count, what every start, finish and child
+  // touches (the stage word, the children list, the result); then the rest.)
  private:
-  bool joinable_ = false;  // see joinable()
+  bool joinable_ = false;
 
  public:
   /// Storage that the executor which admitted the task keeps its own
   /// per-task state in (its extension of the task, which the task core does
   /// not name): these two bytes, beside the stage word, for what it reads on
   /// every start and finish, and the word `ownerWord`. Zero when the task is
-  /// made; the task core never reads or writes them again. The executor's
-  /// own rules say who writes them when (each executor lays its own meaning
-  /// over them).
+  /// made; the task core never reads or writes them again; the executor's
+  /// own rules say who writes them when.
   std::uint8_t ownerBytes[2] = {};
 
   // ---- result side (Future) -------------------------------------------------
@@ -505,105 +497,6 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
     }
   };
   RunTiming runTiming;
-};
-
-/// Storage for a task's value: an object, a reference, or nothing.
-/// emplaceFrom() calls `f` directly (a callable object or a function
-/// pointer), not through std::invoke: one function per callable type.
-template <class R>
-struct ValueSlot {
-  template <class F, class... A>
-  void emplaceFrom(F& f, A&&... args) {
-    value.emplace(f(static_cast<A&&>(args)...));
-  }
-  R take() { return std::move(*value); }
-  void reset() noexcept { value.reset(); }
-  std::optional<R> value;
-};
-
-template <class R>
-struct ValueSlot<R&> {
-  template <class F, class... A>
-  void emplaceFrom(F& f, A&&... args) {
-    value = &f(static_cast<A&&>(args)...);
-  }
-  R& take() { return *value; }
-  void reset() noexcept { value = nullptr; }
-  R* value = nullptr;
-};
-
-template <>
-struct ValueSlot<void> {
-  template <class F, class... A>
-  void emplaceFrom(F& f, A&&... args) {
-    f(static_cast<A&&>(args)...);
-  }
-  void take() {}
-  void reset() noexcept {}
-};
-
-/// A TaskCore with a typed result.
-template <class R>
-class ResultCore : public TaskCore {
- public:
-  using TaskCore::TaskCore;
-  /// Precondition: done. Returns the value or rethrows the task's exception.
-  /// \throws std::logic_error on a second consumption.
-  R takeResult() {
-    if (std::exception_ptr error = consume()) std::rethrow_exception(error);
-    return slot_.take();
-  }
-
- protected:
-  void discardValue() noexcept override { slot_.reset(); }
-  [[no_unique_address]] ValueSlot<R> slot_;
-};
-
-template <class T>
-struct IsStdFunction : std::false_type {};
-template <class S>
-struct IsStdFunction<std::function<S>> : std::true_type {};
-
-/// Whether a callable of type F can be empty (then `!f` says whether it is):
-/// a function or member pointer, or a std::function. Other callables cannot
-/// be, and a check of one instantiates nothing.
-template <class F>
-inline constexpr bool kMayBeEmpty = std::is_pointer_v<F> || std::is_member_pointer_v<F> || IsStdFunction<F>::value;
-
-/// A callable and its result in one allocation. The callable (and so its
-/// captures) is destroyed as soon as it has run, or with the task if it
-/// never runs. One submitted callable type instantiates this class's five
-/// functions and nothing else: the callable lives in a union member, not in
-/// a std::optional.
-template <class R, class F>
-class CallableTask final : public ResultCore<R> {
- public:
-  CallableTask(F&& fn, bool hasFuture, int priority)
-      : ResultCore<R>(hasFuture, kTakesToken<F>, priority), fn_(static_cast<F&&>(fn)) {}
-  ~CallableTask() override {
-    if (live_) fn_.~F();
-  }
-
- private:
-  void invoke() override {
-    try {
-      if constexpr (kTakesToken<F>) {
-        this->slot_.emplaceFrom(fn_, tokenArgument<F>(this->token()));  // a CancellationToken or a std::stop_token
-      } else {
-        this->slot_.emplaceFrom(fn_);
-      }
-    } catch (...) {
-      live_ = false;
-      fn_.~F();
-      throw;
-    }
-    live_ = false;
-    fn_.~F();
-  }
-  union {
-    F fn_;
-  };
-  bool live_ = true;
 };
 
 }  // namespace coexec::detail

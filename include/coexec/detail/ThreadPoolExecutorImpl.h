@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "coexec/detail/OwningCallableFuture.h"
+#include "coexec/detail/ResultCore.h"
 
 namespace coexec {
 

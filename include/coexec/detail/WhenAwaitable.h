@@ -27,6 +27,7 @@
 #include "coexec/detail/CombinatorAccess.h"
 #include "coexec/detail/FanIn.h"
 #include "coexec/detail/OwningCallableFuture.h"
+#include "coexec/detail/ResultCore.h"
 
 namespace coexec {
 template <class... Ts>

@@ -20,7 +20,7 @@
 #include "coexec/detail/Diagnostics.h"
 #include "coexec/detail/OwningCallableFuture.h"
 #include "coexec/detail/Ref.h"
-#include "coexec/detail/TaskCore.h"
+#include "coexec/detail/ResultCore.h"
 
 namespace COEXEC_DETAIL_BRIDGE_NS {
 
