@@ -386,29 +386,25 @@ Header* headerOf(void* payload, std::size_t size) noexcept {
 
 namespace {
 void* allocateBlock(std::size_t size, bool aligned);
+
+/// allocateBlock() between the fault-injection tests' hooks (which may throw
+/// std::bad_alloc before the block is taken); allocateBlock() alone in other
+/// builds.
+inline void* allocateHooked(std::size_t size, bool aligned) {
+#if defined(COEXEC_FAULT_INJECTION)
+  FaultInjection::onFrameAllocate();
+  void* const block = allocateBlock(size, aligned);
+  FaultInjection::onFrameAllocated(block);
+  return block;
+#else
+  return allocateBlock(size, aligned);
+#endif
+}
 }  // namespace
 
-void* FrameAllocator::allocate(std::size_t size) {
-#if defined(COEXEC_FAULT_INJECTION)
-  FaultInjection::onFrameAllocate();  // may throw std::bad_alloc (tests only)
-  void* const block = allocateBlock(size, true);
-  FaultInjection::onFrameAllocated(block);
-  return block;
-#else
-  return allocateBlock(size, true);
-#endif
-}
+void* FrameAllocator::allocate(std::size_t size) { return allocateHooked(size, true); }
 
-void* FrameAllocator::allocateDefault(std::size_t size) {
-#if defined(COEXEC_FAULT_INJECTION)
-  FaultInjection::onFrameAllocate();  // may throw std::bad_alloc (tests only)
-  void* const block = allocateBlock(size, false);
-  FaultInjection::onFrameAllocated(block);
-  return block;
-#else
-  return allocateBlock(size, false);
-#endif
-}
+void* FrameAllocator::allocateDefault(std::size_t size) { return allocateHooked(size, false); }
 
 namespace {
 void* allocateBlock(std::size_t size, bool aligned) {

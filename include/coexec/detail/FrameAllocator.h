@@ -70,13 +70,13 @@ struct COEXEC_EXPORT FrameAllocator {
   /// few milliseconds after a burst of a million blocks); call it rarely.
   /// Never blocks on coexec's locks; never throws.
   static void releaseFreeMemory() noexcept;
-  /// Blocks of `size`'s class, of allocate()'s kind, in the calling thread's
-  /// free list and spare reserve (at most kMaxCachedPerClass; 0 for sizes above the largest
-  /// class). For tests and diagnostics. Never throws.
+  /// Blocks of `size`'s class, of allocate()'s kind, in the calling
+  /// thread's free list and spare reserve (at most kMaxCachedPerClass; 0 for
+  /// sizes above the largest class). For tests and diagnostics. Never throws.
   static std::size_t cachedBlocks(std::size_t size) noexcept;
-  /// Blocks of `size`'s class, of allocate()'s kind, that other threads freed and the calling
-  /// thread's cache has not taken back yet (at most kMaxReturnedPerClass).
-  /// For tests and diagnostics. Never throws.
+  /// Blocks of `size`'s class, of allocate()'s kind, that other threads
+  /// freed and the calling thread's cache has not taken back yet (at most
+  /// kMaxReturnedPerClass). For tests and diagnostics. Never throws.
   static std::size_t returnedBlocks(std::size_t size) noexcept;
 };
 
