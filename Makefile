@@ -26,9 +26,10 @@ SHELL := /bin/bash
 # curl is the client of the servers' integration tests; lld links the
 # tests and examples (CMakeLists.txt, COEXEC_USE_LLD); python3-prometheus-client
 # parses the Prometheus exposition in a test (tests/prometheus/);
-# libboost1.81-dev: the Boost.Asio bridge's tests and the Beast example.
+# libboost1.81-dev: the Boost.Asio bridge's tests and the Beast example;
+# ccache keeps the objects of earlier builds (CMakeLists.txt, COEXEC_CCACHE).
 DEBIAN_PACKAGES := cmake ninja-build g++ clang lld make pkg-config libasio-dev libboost1.81-dev catch2 libfmt-dev \
-  curl python3-prometheus-client
+  curl python3-prometheus-client ccache
 # What `make install` needs, and no more: a compiler, CMake and Ninja, fmt (a
 # public dependency), Asio's headers for the installed Asio bridge, and
 # pkg-config for consumers of the .pc files. (With libboost1.81-dev present

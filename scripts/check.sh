@@ -9,6 +9,10 @@
 #   clang tests  | fuzz build   (nice 19, output in build/fuzz/build.log)
 #   fuzz smoke
 #
+# Each build compiles through ccache where it is installed (CMakeLists.txt,
+# COEXEC_CCACHE): an object whose inputs an earlier build compiled already
+# comes from the cache. The run ends with ccache's counts of hits and misses.
+#
 # A test run leaves part of both cores idle (its tests wait on latches,
 # timers and each other); the next build, at the lowest priority, takes only
 # that idle time, so the tests run as fast as they would alone. The builds
@@ -76,6 +80,10 @@ runTests() {
     --preset "$preset" $ctestFlags
 }
 
+# ccache's counts for this run alone (CMakeLists.txt, COEXEC_CCACHE): zeroed
+# here, shown at the end.
+if command -v ccache >/dev/null; then ccache --zero-stats >/dev/null; fi
+
 cmake --preset dev
 # shellcheck disable=SC2086
 ./scripts/timed.sh "dev build" cmake --build --preset dev $buildFlags
@@ -88,3 +96,7 @@ for preset in asan tsan clang fuzz; do
   previous=$preset
 done
 ./scripts/timed.sh "fuzz smoke" ./scripts/fuzz.sh build/fuzz "$fuzzSeconds"
+if command -v ccache >/dev/null; then
+  echo "==== ccache, this run:"
+  ccache --show-stats | grep -E "^(Cacheable calls|  Hits|  Misses|Uncacheable calls)" || true
+fi
