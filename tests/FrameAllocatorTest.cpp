@@ -41,6 +41,32 @@ using coexec::ThreadPoolExecutor;
 using coexec::ThreadPoolOptions;
 using coexec::WorkQueue;
 
+TEST_CASE("a request's class is the smallest block that holds it and the header, and the header ends the block",
+          "[frame][allocator]") {
+  // Computed at compile time where the size is known (a frame's, an object's).
+  static_assert(FrameAllocator::sizeClass(0) == 0);
+  static_assert(FrameAllocator::sizeClass(48) == 0 && FrameAllocator::headerOffset(48) == 48);
+  static_assert(FrameAllocator::sizeClass(49) == 1 && FrameAllocator::headerOffset(49) == 112);
+  static_assert(FrameAllocator::sizeClass(4080) == 6 && FrameAllocator::headerOffset(4080) == 4080);
+  static_assert(FrameAllocator::sizeClass(4081) == FrameAllocator::kSizeClasses);
+  static_assert(FrameAllocator::headerOffset(4081) == 4096);  // a large block: the request rounded up to 16
+  // The same arithmetic at run time, for every size up to past the largest class.
+  for (std::size_t size = 1; size <= 5000; ++size) {
+    const std::size_t c = FrameAllocator::sizeClass(size);
+    const std::size_t offset = FrameAllocator::headerOffset(size);
+    REQUIRE(offset >= size);
+    REQUIRE(offset % FrameAllocator::kHeaderBytes == 0);
+    if (c < FrameAllocator::kSizeClasses) {
+      const std::size_t block = std::size_t{64} << c;
+      REQUIRE(offset + FrameAllocator::kHeaderBytes == block);
+      REQUIRE((c == 0 || size + FrameAllocator::kHeaderBytes > block / 2));  // the smallest that holds it
+    } else {
+      REQUIRE(size + FrameAllocator::kHeaderBytes > 4096);
+      REQUIRE(offset < size + FrameAllocator::kHeaderBytes);
+    }
+  }
+}
+
 TEST_CASE("a freed block is reused by the next allocation of its size class without the global allocator",
           "[frame][allocator]") {
   void* warm = FrameAllocator::allocate(90);  // first use on this thread sets up its cache

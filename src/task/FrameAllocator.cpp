@@ -51,9 +51,12 @@ namespace {
 // so a late cross-thread free can always reach its owner. A parked cache
 // stays within both caps: its credits are all a late free can use.
 
-constexpr std::size_t kMinClassShift = 6;   // 64-byte blocks, header included
-constexpr std::size_t kMaxClassShift = 12;  // 4 KiB
-constexpr std::size_t kClasses = kMaxClassShift - kMinClassShift + 1;
+// The classes and the header's size are FrameAllocator's (its inline size
+// arithmetic computes the class of a request and where its header sits).
+constexpr std::size_t kMinClassShift = FrameAllocator::kMinClassShift;  // 64-byte blocks, header included
+constexpr std::size_t kClasses = FrameAllocator::kSizeClasses;
+constexpr std::size_t kMaxClassShift = kMinClassShift + kClasses - 1;  // 4 KiB
+static_assert(kMaxClassShift == 12);
 // Each size class has two slots in a cache: one for blocks aligned to their
 // size (allocate()), one for blocks aligned as ::operator new(size) aligns
 // them (allocateDefault()). A slot's blocks are alike, so any block on its
@@ -64,7 +67,8 @@ constexpr std::size_t kClasses = kMaxClassShift - kMinClassShift + 1;
 // per-thread caches serve, at a fraction of the cost) for the second.
 constexpr std::size_t kSlots = 2 * kClasses;
 // Block layout: [payload ... | Header]. The header sits in the last kHeader
-// bytes of the block, found from the payload and the size (headerOf()), so
+// bytes of the block, found from the payload and the size (headerOf(),
+// FrameAllocator::headerOffset()), so
 // the payload starts the block. An aligned block of class c is aligned to its
 // own size (2^(c + kMinClassShift)), an aligned large block to kLargeAlign.
 // An object of n bytes has an alignment that is a power of two no greater
@@ -73,7 +77,7 @@ constexpr std::size_t kSlots = 2 * kClasses;
 // coroutine frames (whose alignment C++20 does not pass to operator new) and
 // over-aligned objects come out aligned. A default-aligned block is aligned to
 // a cache line (see kLinePad), more than its header needs.
-constexpr std::size_t kHeader = 16;
+constexpr std::size_t kHeader = FrameAllocator::kHeaderBytes;
 constexpr std::size_t kLargeAlign = FrameAllocator::kMaxAlignment;
 constexpr std::size_t kMaxLocal = FrameAllocator::kMaxCachedPerClass;
 constexpr std::size_t kMaxReturned = FrameAllocator::kMaxReturnedPerClass;
@@ -110,14 +114,6 @@ constexpr std::uint32_t kLargeDefault = kSlots + 1;  // a large block from alloc
 struct FreeBlock {
   FreeBlock* next;
 };
-
-/// The class of a block of `size` bytes (header included): the smallest power
-/// of two that holds it, from 2^kMinClassShift; kClasses or more above the
-/// largest class.
-std::size_t classOf(std::size_t size) noexcept {
-  const auto shift = static_cast<std::size_t>(std::bit_width(size - 1));  // size >= kHeader > 1
-  return shift <= kMinClassShift ? 0 : shift - kMinClassShift;
-}
 
 constexpr std::size_t classBytes(std::size_t c) noexcept { return std::size_t{1} << (c + kMinClassShift); }
 
@@ -377,38 +373,14 @@ void trimHeap() noexcept {
 /// The header of the block whose payload is `payload`, given to allocate() with
 /// `size`: the last kHeader bytes of the block (see kHeader).
 Header* headerOf(void* payload, std::size_t size) noexcept {
-  const std::size_t c = classOf(size + kHeader);
-  const std::size_t offset = c < kClasses ? classBytes(c) - kHeader : largePayload(size);
-  return reinterpret_cast<Header*>(static_cast<char*>(payload) + offset);
+  return reinterpret_cast<Header*>(static_cast<char*>(payload) + FrameAllocator::headerOffset(size));
 }
 
 }  // namespace
 
 namespace {
-void* allocateBlock(std::size_t size, bool aligned);
-
-/// allocateBlock() between the fault-injection tests' hooks (which may throw
-/// std::bad_alloc before the block is taken); allocateBlock() alone in other
-/// builds.
-inline void* allocateHooked(std::size_t size, bool aligned) {
-#if defined(COEXEC_FAULT_INJECTION)
-  FaultInjection::onFrameAllocate();
-  void* const block = allocateBlock(size, aligned);
-  FaultInjection::onFrameAllocated(block);
-  return block;
-#else
-  return allocateBlock(size, aligned);
-#endif
-}
-}  // namespace
-
-void* FrameAllocator::allocate(std::size_t size) { return allocateHooked(size, true); }
-
-void* FrameAllocator::allocateDefault(std::size_t size) { return allocateHooked(size, false); }
-
-namespace {
-void* allocateBlock(std::size_t size, bool aligned) {
-  const std::size_t c = classOf(size + kHeader);
+/// A block for a request of `size` bytes of class `c` (FrameAllocator::sizeClass()).
+void* allocateBlock(std::size_t size, std::size_t c, bool aligned) {
   Cache* const mine = c < kClasses ? (tlsCache != nullptr ? tlsCache : attachCache()) : nullptr;
   if (mine == nullptr) {  // a large block, or a thread that is exiting
     void* block = nullptr;
@@ -448,15 +420,26 @@ void* allocateBlock(std::size_t size, bool aligned) {
     if (block == nullptr) throw std::bad_alloc();
     cache.takeSpares(s);
   }
-  Header* header = headerOf(block, size);
+  Header* header = blockHeader(block, classBytes(c));
   header->owner = &cache;
   header->slot = static_cast<std::uint32_t>(s);
   return block;
 }
 }  // namespace
 
+void* FrameAllocator::allocateInClass(std::size_t size, std::size_t c, bool aligned) {
+#if defined(COEXEC_FAULT_INJECTION)
+  FaultInjection::onFrameAllocate();  // may throw std::bad_alloc (tests only)
+  void* const block = allocateBlock(size, c, aligned);
+  FaultInjection::onFrameAllocated(block);
+  return block;
+#else
+  return allocateBlock(size, c, aligned);
+#endif
+}
+
 std::size_t FrameAllocator::cachedBlocks(std::size_t size) noexcept {
-  const std::size_t c = classOf(size + kHeader);
+  const std::size_t c = FrameAllocator::sizeClass(size);
   if (c >= kClasses || tlsCache == nullptr) return 0;
   return tlsCache->counts[c] + tlsCache->spareCounts[c];  // slotOf(c, true) == c
 }
@@ -470,16 +453,16 @@ void FrameAllocator::releaseFreeMemory() noexcept {
 }
 
 std::size_t FrameAllocator::returnedBlocks(std::size_t size) noexcept {
-  const std::size_t c = classOf(size + kHeader);
+  const std::size_t c = FrameAllocator::sizeClass(size);
   if (c >= kClasses || tlsCache == nullptr) return 0;
   return tlsCache->returnedCount(c);
 }
 
-void FrameAllocator::deallocate(void* block, std::size_t size) noexcept {
+void FrameAllocator::deallocateWithHeader(void* block, void* at) noexcept {
 #if defined(COEXEC_FAULT_INJECTION)
   FaultInjection::onFrameDeallocate(block);
 #endif
-  Header* header = headerOf(block, size);
+  Header* header = static_cast<Header*>(at);
   Cache* owner = header->owner;
   const std::size_t s = header->slot;
   if (owner == nullptr) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <new>
 
@@ -55,13 +56,42 @@ struct COEXEC_EXPORT FrameAllocator {
   static constexpr std::size_t kMaxAlignment = 4096;
   /// A block of at least `size` bytes, aligned to its size as said above.
   /// \throws std::bad_alloc.
-  static void* allocate(std::size_t size);
+  static void* allocate(std::size_t size) { return allocateInClass(size, sizeClass(size), true); }
   /// A block of at least `size` bytes that starts a cache line (see
   /// Alignment above). \throws std::bad_alloc.
-  static void* allocateDefault(std::size_t size);
+  static void* allocateDefault(std::size_t size) { return allocateInClass(size, sizeClass(size), false); }
   /// Frees a block of allocate() or allocateDefault(); `size` must be the
   /// size given to it. Never throws.
-  static void deallocate(void* block, std::size_t size) noexcept;
+  static void deallocate(void* block, std::size_t size) noexcept {
+    deallocateWithHeader(block, static_cast<char*>(block) + headerOffset(size));
+  }
+
+  // The size arithmetic, inline so that a caller whose size the compiler
+  // knows (a coroutine frame's, an object's) pays nothing for it; the rest
+  // is out of line. A block of class c holds 2^(c + kMinClassShift) bytes,
+  // its last kHeaderBytes the allocator's own; larger requests are large
+  // blocks, their header after the request rounded up to kHeaderBytes.
+  static constexpr std::size_t kHeaderBytes = 16;
+  static constexpr std::size_t kMinClassShift = 6;  // 64-byte blocks, header included
+  static constexpr std::size_t kSizeClasses = 7;    // up to 4 KiB
+  /// The class of a request of `size` bytes (0 or more): the smallest block
+  /// that holds it and the header; kSizeClasses for a large block.
+  static constexpr std::size_t sizeClass(std::size_t size) noexcept {
+    const auto shift = static_cast<std::size_t>(std::bit_width(size + kHeaderBytes - 1));
+    if (shift <= kMinClassShift) return 0;
+    return shift - kMinClassShift < kSizeClasses ? shift - kMinClassShift : kSizeClasses;
+  }
+  /// Where the header of a block given `size` sits, from the block's start.
+  static constexpr std::size_t headerOffset(std::size_t size) noexcept {
+    const std::size_t c = sizeClass(size);
+    return c < kSizeClasses ? (std::size_t{1} << (c + kMinClassShift)) - kHeaderBytes
+                            : (size + kHeaderBytes - 1) & ~(kHeaderBytes - 1);
+  }
+  /// allocate() and allocateDefault() (`aligned` false) with the class of
+  /// `size` computed: `cls` is sizeClass(size). \throws std::bad_alloc.
+  static void* allocateInClass(std::size_t size, std::size_t cls, bool aligned);
+  /// deallocate() with the block's header found (headerOffset()). Never throws.
+  static void deallocateWithHeader(void* block, void* header) noexcept;
   /// After a burst (many more blocks alive than the caches keep) has ended:
   /// drops the calling thread's spare blocks and asks the C library to give
   /// the free memory of its heap back to the system (malloc_trim() with
