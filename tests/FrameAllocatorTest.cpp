@@ -8,16 +8,8 @@
 // new/delete with counting versions (CountingGlobalNew.cpp).
 
 #include <algorithm>
-#include <array>
-#include <atomic>
-#include <chrono>
 #include <cstddef>
-#include <cstdint>
-#include <cstdlib>
-#include <memory>
 #include <new>
-#include <optional>
-#include <string>
 #include <thread>
 #include <vector>
 
@@ -25,21 +17,9 @@
 
 #include "FrameAllocatorTestSupport.h"
 #include "TestSupport.h"
-#include "coexec/SyncWait.h"
-#include "coexec/Task.h"
-#include "coexec/ThreadPoolExecutor.h"
 
 using coexec::detail::FrameAllocator;
-using coexec::Future;
-using coexec::PoolStats;
-using coexec::syncWait;
-using coexec::Task;
 using coexec::test::AllocationCount;
-using coexec::test::eventually;
-using coexec::test::Gate;
-using coexec::ThreadPoolExecutor;
-using coexec::ThreadPoolOptions;
-using coexec::WorkQueue;
 
 TEST_CASE("a request's class is the smallest block that holds it and the header, and the header ends the block",
           "[frame][allocator]") {

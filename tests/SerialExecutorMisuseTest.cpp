@@ -30,7 +30,6 @@
 #include "coexec/ThreadPoolExecutor.h"
 #include "coexec/ThisThread.h"
 
-using coexec::CancellationSource;
 using coexec::Future;
 using coexec::OperationCancelled;
 using coexec::RejectedExecution;
@@ -47,7 +46,6 @@ using coexec::test::kLong;
 using coexec::test::OpenOnExit;
 using coexec::test::serialPool;
 using coexec::test::stressSize;
-using coexec::test::throwsA;
 
 TEST_CASE(
     "submit and execute of an empty callable or Task throw invalid_argument naming SerialExecutor, not "
