@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <bit>
 #include <cstdint>
 #include <mutex>
 #include <new>
@@ -67,10 +66,10 @@ static_assert(kMaxClassShift == 12);
 // per-thread caches serve, at a fraction of the cost) for the second.
 constexpr std::size_t kSlots = 2 * kClasses;
 // Block layout: [payload ... | Header]. The header sits in the last kHeader
-// bytes of the block, found from the payload and the size (headerOf(),
-// FrameAllocator::headerOffset()), so
-// the payload starts the block. An aligned block of class c is aligned to its
-// own size (2^(c + kMinClassShift)), an aligned large block to kLargeAlign.
+// bytes of the block, found from the payload and the size
+// (FrameAllocator::headerOffset()), so the payload starts the block. An
+// aligned block of class c is aligned to its own size (2^(c +
+// kMinClassShift)), an aligned large block to kLargeAlign.
 // An object of n bytes has an alignment that is a power of two no greater
 // than n, and its block holds n + kHeader bytes rounded up to a power of two,
 // so the block's alignment is a multiple of the object's, up to kLargeAlign:
