@@ -14,7 +14,7 @@
 // GCC 12 frees the lambda's copy of `s` twice (tests/GccCoroutineBugsTest.cpp).
 // The parameter's type cannot tell that lambda from a named one, so a named
 // lambda handed to such a parameter is refused too. The accepted forms are run
-// on every compiler by GccCoroutineBugsTest.
+// on every compiler by GccCoroutineBugsApiTest.
 //
 // clang-format off
 // expect-message: coexec: GCC 12 miscompiles temporaries in a co_await expression; name the lambda first, or capture by reference
