@@ -13,7 +13,7 @@
 //
 // Invariants (the whole no-lost-wake-up argument; the producers in
 // PoolAdmission.cpp, PoolContinuations.cpp, PoolLocalQueues.cpp and
-// PoolTimers.cpp and the worker loop in PoolWorker.cpp follow it):
+// PoolTimers.cpp and the worker loop in Engine.h follow it):
 // - Work made available without the pool's lock: the producer publishes it
 //   (a seq_cst store or read-modify-write), then reads the counts with
 //   seq_cst loads (wakeWanted(), anySearching(), anyParked()). A worker

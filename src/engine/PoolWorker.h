@@ -74,6 +74,13 @@ struct alignas(64) PoolCounters {
   std::atomic<std::uint64_t> coroutinesFinished{0};
 };
 
+/// Adds `n` to a counter of the calling worker's own set (PoolCounters): a
+/// plain load and store, for a counter no other thread writes meanwhile.
+template <class T>
+void addOwn(std::atomic<T>& counter, T n, std::memory_order order) noexcept {
+  counter.store(counter.load(std::memory_order_relaxed) + n, order);
+}
+
 /// Counters::running for a task named `nameId` starting now: the coarse
 /// clock's time in units of 1024 ns (a shift, no division) above the name's
 /// index (ThreadDump.cpp reads it back).
@@ -86,7 +93,7 @@ inline std::uint64_t runningWord(std::uint32_t nameId) noexcept {
 
 /// One thread of the pool: its counters, its thread, its local queue and
 /// the work handed or posted to it. An element of the pool's WorkerList
-/// (guarded by the pool's mutex_) while its thread runs (PoolWorker.cpp).
+/// (guarded by the pool's mutex_) while its thread runs (Engine::run()).
 struct PoolWorker {
   PoolCounters counters;
   std::size_t number = 0;

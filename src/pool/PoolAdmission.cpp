@@ -15,7 +15,7 @@
 //   every lock-free push then either landed or saw the new state.
 // - Work never waits with no thread and nothing due to start one: a failed
 //   start with no worker left arms onThreadRetry on the pool's clock.
-// Locks: mutex_ guards the shared queue's overflow, workers_, the idle
+// Locks: mutex_ guards the shared queue's overflow, engine_.workers, the idle
 // stack and the state (see PoolImpl.h); the ring and the counters are
 // lock-free.
 
@@ -64,23 +64,23 @@ bool PoolImpl::tryAdmitLocked(PendingTask& task, FactoryErrors& errors) {
   if (life_.stateLocked() != PoolState::running) return false;
   stampAdmission(core);
   // 1. Below core: a new thread, even if others are idle.
-  if (sizes_.belowCoreLocked(workers_.size()) && addWorkerLocked(task, errors)) return true;
+  if (sizes_.belowCoreLocked(engine_.workers.size()) && addWorkerLocked(task, errors)) return true;
   // 2. The queue (for synchronous(): a hand-off to an idle thread).
   if (queueSpec_.kind() == WorkQueue::Kind::synchronous) {
-    if (handOffLocked(task)) return true;
+    if (engine_.handOffLocked(task)) return true;
   } else if (room_.reserve() && pushQueuedLocked(task)) {  // a reserved place: cannot fail for bounded(n)
-    publishSharedWorkLocked();
+    engine_.publishSharedWorkLocked();
     countersHere().tasks.fetch_add(1, std::memory_order_relaxed);
     // A searching worker will find the task (it rechecks under this lock
     // after it stops searching): no wake-up, no syscall.
-    if (parking_.anySearching()) return true;
+    if (engine_.parking.anySearching()) return true;
     // Core 0, or every thread failed to start or timed out: someone must run
     // it (if the factory fails here too, it is tried again soon).
-    if (!parking_.wakeOneLocked() && workers_.empty()) startThreadForWaitingWorkLocked(errors);
+    if (!engine_.parking.wakeOneLocked() && engine_.workers.empty()) startThreadForWaitingWorkLocked(errors);
     return true;
   }
   // 3. An extra thread, up to max.
-  return sizes_.belowMaximumLocked(workers_.size()) && addWorkerLocked(task, errors);
+  return sizes_.belowMaximumLocked(engine_.workers.size()) && addWorkerLocked(task, errors);
 }
 
 bool PoolImpl::pushQueuedLocked(PendingTask& task) {
@@ -92,13 +92,13 @@ bool PoolImpl::pushQueuedLocked(PendingTask& task) {
   }
 }
 
-bool PoolImpl::pushSharedLocked(PendingTask& task) { return shared_.pushLocked(task); }
+bool PoolImpl::pushSharedLocked(PendingTask& task) { return engine_.shared.pushLocked(task); }
 
 bool PoolImpl::tryInject(PendingTask& task) {
-  if (!shared_.hasRing()) return false;
+  if (!engine_.shared.hasRing()) return false;
   // Step 1 (below core: a new thread) and the overflow take the locked path.
-  if (sizes_.belowCore(poolSizeMirror_.load(std::memory_order_relaxed))) return false;
-  if (shared_.overflowing()) return false;
+  if (sizes_.belowCore(engine_.sizeMirror.load(std::memory_order_relaxed))) return false;
+  if (engine_.shared.overflowing()) return false;
   admitting_.fetch_add(1, std::memory_order_seq_cst);
   bool pushed = false;
   // seq_cst after the announcement: purge() stores purging_ and then waits
@@ -108,14 +108,14 @@ bool PoolImpl::tryInject(PendingTask& task) {
   // ended (this thread's own earlier tasks among them), so a push to the
   // ring now would overtake them.
   if (stateMirror_.load(std::memory_order_seq_cst) == PoolState::running && !purging_.load(std::memory_order_seq_cst) &&
-      !shared_.overflowing() && room_.reserve()) {
+      !engine_.shared.overflowing() && room_.reserve()) {
     std::size_t pos = 0;
-    if (shared_.tryClaim(pos)) {
+    if (engine_.shared.tryClaim(pos)) {
       Ref<TaskCore>& core = PendingTaskAccess::core(task);
       core->owner = this;
       stampAdmission(*core);
       countersHere().tasks.fetch_add(1, std::memory_order_relaxed);  // before anyone can run it
-      shared_.publish(pos, core.detach());
+      engine_.shared.publish(pos, core.detach());
       pushed = true;
     } else {
       room_.release();
@@ -129,7 +129,7 @@ bool PoolImpl::tryInject(PendingTask& task) {
   // Wake a parked worker only if nobody searches and someone sleeps (or no
   // thread is left: core 0, or all timed out). The seq_cst claim above
   // published the task (Parking.h).
-  if (!parking_.anySearching() && (parking_.anyParked() || poolSizeMirror_.load(std::memory_order_seq_cst) == 0)) {
+  if (!engine_.parking.anySearching() && (engine_.parking.anyParked() || engine_.sizeMirror.load(std::memory_order_seq_cst) == 0)) {
     FactoryErrors errors;
     {
       std::lock_guard lock(mutex_);
@@ -137,7 +137,7 @@ bool PoolImpl::tryInject(PendingTask& task) {
       // pool, left without a thread, terminated (or be running its
       // terminated hook): a thread started now would outlive it, and the
       // destructor would wait for it forever.
-      if (!parking_.wakeOneLocked() && workers_.empty() && life_.aliveLocked()) {
+      if (!engine_.parking.wakeOneLocked() && engine_.workers.empty() && life_.aliveLocked()) {
         startThreadForWaitingWorkLocked(errors);  // if the factory fails, it is tried again soon
       }
     }
@@ -174,14 +174,14 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
   std::shared_ptr<Launch> launch;
   WorkerList::iterator it;
   try {
-    parking_.reserveLocked(workers_.size() + 1);
+    engine_.parking.reserveLocked(engine_.workers.size() + 1);
     name = fmt::format("{}-{}", name_, starts_.nextWorkerNumberLocked());
     // The body waits for the verdict on its thread: a factory may start the
     // body and then throw, or detach the thread and return an empty one;
     // such a thread must leave the pool alone (its worker is erased, and the
     // pool may be gone by the time the thread runs).
     launch = std::make_shared<Launch>();
-    it = workers_.addLocked();
+    it = engine_.workers.addLocked();
   } catch (...) {
     noteFactoryError(errors, std::current_exception());
     return false;
@@ -204,7 +204,7 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
     worker->thread = std::move(thread);
   } catch (...) {
     launch->decide(false);
-    workers_.discardLocked(it);
+    engine_.workers.discardLocked(it);
     noteFactoryError(errors, std::current_exception());
     return false;
   }
@@ -213,23 +213,23 @@ bool PoolImpl::addWorkerLocked(PendingTask& first, FactoryErrors& errors) {
     std::lock_guard local(worker->localMutex);
     // The worker owns it now (firstCore, which keeps this reference from being
     // the last). Recorded for shutdownNow() only if it has a token, like in
-    // execute(), which clears the record of just those.
+    // runTask(), which clears the record of just those.
     if (Ref<TaskCore> core = std::move(PendingTaskAccess::core(first)); core->hasToken())
       worker->current = std::move(core);
     worker->counters.tasks.fetch_add(1, std::memory_order_relaxed);
     worker->counters.active.fetch_add(1, std::memory_order_relaxed);
   }
-  sizes_.noteThreadsLocked(workers_.size());
+  sizes_.noteThreadsLocked(engine_.workers.size());
   return true;
 }
 
 bool PoolImpl::workWaitsLocked() const noexcept {
-  return (sharedQueuedLocked() > 0 && life_.stateLocked() != PoolState::stop) || !continuations_.empty() || due_.any();
+  return (sharedQueuedLocked() > 0 && life_.stateLocked() != PoolState::stop) || !engine_.continuations.empty() || engine_.due.any();
 }
 
 void PoolImpl::startThreadForWaitingWorkLocked(FactoryErrors& errors) {
   PendingTask none;
-  if (!addWorkerLocked(none, errors) && workers_.empty()) armThreadRetryLocked();
+  if (!addWorkerLocked(none, errors) && engine_.workers.empty()) armThreadRetryLocked();
 }
 
 void PoolImpl::armThreadRetryLocked() noexcept {
@@ -248,11 +248,11 @@ void PoolImpl::onThreadRetry(void* context) noexcept {
   {
     std::lock_guard lock(pool->mutex_);
     pool->starts_.noteRetryFiredLocked();
-    if (!pool->life_.aliveLocked() || !pool->workers_.empty() || !pool->workWaitsLocked()) {
+    if (!pool->life_.aliveLocked() || !pool->engine_.workers.empty() || !pool->workWaitsLocked()) {
       pool->starts_.resetRetryLocked();
     } else {
       PendingTask none;
-      if (pool->addWorkerLocked(none, errors) || !pool->workers_.empty()) {
+      if (pool->addWorkerLocked(none, errors) || !pool->engine_.workers.empty()) {
         pool->starts_.resetRetryLocked();
       } else {
         pool->starts_.backOffRetryLocked();
@@ -274,7 +274,7 @@ std::size_t PoolImpl::startWorkers(std::size_t count, bool onlyForQueuedWork) {
   std::size_t started = 0;
   {
     std::lock_guard lock(mutex_);
-    while (started < count && life_.stateLocked() == PoolState::running && sizes_.belowCoreLocked(workers_.size())) {
+    while (started < count && life_.stateLocked() == PoolState::running && sizes_.belowCoreLocked(engine_.workers.size())) {
       if (onlyForQueuedWork && sharedQueuedLocked() <= started) break;
       PendingTask none;
       if (!addWorkerLocked(none, errors)) break;
@@ -359,7 +359,7 @@ bool ThreadPoolExecutor::evictOldest() {
     if (p.life_.stateLocked() != PoolState::running) return false;
     victim = p.takeOldestLocked(joined);
     if (!victim.valid()) return false;
-    p.publishSharedWorkLocked();
+    p.engine_.publishSharedWorkLocked();
     if (victim.isCancelled()) {
       p.tallies_.outside().cancelled.fetch_add(1, std::memory_order_relaxed);
     } else {
@@ -411,7 +411,7 @@ bool ThreadPoolExecutor::offerWithin(PendingTask& task, std::chrono::nanoseconds
 std::size_t ThreadPoolExecutor::purge() {
   detail::PoolImpl& p = *impl_;
   std::vector<PendingTask> removed;
-  if (p.shared_.hasRing()) {
+  if (p.engine_.shared.hasRing()) {
     // Lock-free submissions take the locked path while we purge; those
     // already under way publish their slot before we drain, so the drain
     // below never waits, under the lock, for a slot claimed and not yet
@@ -423,7 +423,7 @@ std::size_t ThreadPoolExecutor::purge() {
   struct EndPurge {  // also if the drain throws (out of memory)
     detail::PoolImpl& pool;
     ~EndPurge() {
-      if (pool.shared_.hasRing()) pool.purging_.fetch_sub(1, std::memory_order_seq_cst);
+      if (pool.engine_.shared.hasRing()) pool.purging_.fetch_sub(1, std::memory_order_seq_cst);
     }
   };
   {
@@ -434,18 +434,18 @@ std::size_t ThreadPoolExecutor::purge() {
     // submissions queue behind the rest until the workers have taken them.
     // Room for them all first: out of memory, purge() throws before any
     // task has moved, and none is lost.
-    const std::size_t queued = p.shared_.sizeLocked();
+    const std::size_t queued = p.engine_.shared.sizeLocked();
     removed.reserve(queued);
-    p.shared_.reserveLocked(queued);
+    p.engine_.shared.reserveLocked(queued);
     for (PendingTask& task : p.drainSharedLocked()) {
       if (task.isCancelled()) {
         removed.push_back(std::move(task));
       } else {
-        p.shared_.requeueLocked(task);
+        p.engine_.shared.requeueLocked(task);
       }
     }
     p.room_.release(removed.size());
-    p.publishSharedWorkLocked();
+    p.engine_.publishSharedWorkLocked();
     p.tallies_.outside().cancelled.fetch_add(removed.size(), std::memory_order_relaxed);
     if (!removed.empty() && p.room_.blockedLocked() > 0) p.room_.available.notify_all();
   }

@@ -18,12 +18,12 @@
 //   caller under callerRuns(), a temporary thread) is held in flight the
 //   same way from its start until its state is released, wherever it
 //   finishes: it never outlives the pool, nor does its report.
-// Locks: mutex_ for continuations_; InFlight's own for the tracked tasks;
+// Locks: mutex_ for engine_.continuations; InFlight's own for the tracked tasks;
 // a worker's localMutex for its yields.
 
 // In flight: the counts and the rules of a finish on another thread are
 // InFlight's (InFlight.h). On the pool's side: a worker brings its own
-// counts to the lock before it parks or exits (takeWorkLocked), and one
+// counts to the lock before it parks or exits (Engine::takeLocked() asks exitRuleLocked()), and one
 // that exits after shutdown wakes the idle ones (workerExitedLocked), so
 // that none stays parked on a total it read before another worker's last
 // finish. A worker's own finish needs no announcement (it is alive: the
@@ -47,9 +47,9 @@ void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
     if (!displaced) {
       // Published by the seq_cst exchange (Parking.h; a parking worker looks
       // at every slot). In steady state the other workers search or are busy.
-      if (parking_.wakeWanted()) {
+      if (engine_.parking.wakeWanted()) {
         std::lock_guard lock(mutex_);
-        parking_.wakeOneLocked();
+        engine_.parking.wakeOneLocked();
       }
       return;
     }
@@ -65,19 +65,19 @@ void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
     bool queued = false;
     if (life_.aliveLocked()) {
       try {
-        continuations_.push(handle);
+        engine_.continuations.push(handle);
         queued = true;
       } catch (...) {  // out of memory growing the ring: resumed here, below
       }
     }
     if (queued) {
-      publishSharedWorkLocked();
-      if (parking_.anySearching()) return;                        // a searching worker takes it
-      if (parking_.wakeOneLocked() || !workers_.empty()) return;  // else a busy worker takes it next
+      engine_.publishSharedWorkLocked();
+      if (engine_.parking.anySearching()) return;                        // a searching worker takes it
+      if (engine_.parking.wakeOneLocked() || !engine_.workers.empty()) return;  // else a busy worker takes it next
       PendingTask none;
       if (addWorkerLocked(none, errors)) return;
-      (void)continuations_.popBack();  // ours: the newest, the lock held since the push
-      publishSharedWorkLocked();
+      (void)engine_.continuations.popBack();  // ours: the newest, the lock held since the push
+      engine_.publishSharedWorkLocked();
     }
   }
   // The pool has terminated (or is running its terminated hook), no thread
@@ -92,7 +92,7 @@ void PoolImpl::postYield(std::coroutine_handle<> handle) noexcept {
   assert(worker != nullptr && tlsPool == this && "postYield: only from a thread of this pool");
   // What is waiting now: this worker's fast slot and local queue, and the
   // shared queues (sizes read without the lock: a moment's count is enough).
-  const std::size_t waiting = worker->waitingHere() + parking_.sharedWork() + shared_.ringSize();
+  const std::size_t waiting = worker->waitingHere() + engine_.parking.sharedWork() + engine_.shared.ringSize();
   if (waiting == 0 && worker->yieldCount.load(std::memory_order_relaxed) == 0) {
     // Nothing to yield to: the fast slot, as any continuation (a yield in a
     // loop on an otherwise idle pool costs no lock).
@@ -118,7 +118,7 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
     if (stateMirror_.load(std::memory_order_acquire) != PoolState::running) {
       std::unique_lock lock(mutex_);
       if (inFlightLocked() == 0) {
-        parking_.wakeAllLocked();
+        engine_.parking.wakeAllLocked();
         tryTerminateLocked(lock);
       }
     }
@@ -209,7 +209,7 @@ void PoolImpl::leaveFlight(std::uint8_t shard) noexcept {
   std::unique_lock lock(mutex_);
   life_.inFlight.leaveLocked(shard);
   if (inFlightLocked() == 0) {
-    parking_.wakeAllLocked();
+    engine_.parking.wakeAllLocked();
     tryTerminateLocked(lock);
   }
   // The lock is released last: close() frees the pool only after it has
@@ -218,7 +218,7 @@ void PoolImpl::leaveFlight(std::uint8_t shard) noexcept {
 
 void PoolImpl::coroutineTokenCreated(TaskCore& task) {
   life_.inFlight.track(task);  // untracked by coroutineFinished(): the task has a token now
-  // As in execute(): shutdownNow() stores STOP and then collects the tracked
+  // As in runTask(): shutdownNow() stores STOP and then collects the tracked
   // tasks (InFlight.h). If it collected them before we added the task, its
   // store happened before our lock and we see STOP here; otherwise it
   // cancels the token itself.

@@ -21,10 +21,8 @@
 #include "foundation/WorkStealingDeque.h"
 #include "engine/TaskQueue.h"
 #include "engine/TimerService.h"
-#include "engine/DueWork.h"
+#include "engine/Engine.h"
 #include "lifecycle/Lifecycle.h"
-#include "engine/Parking.h"
-#include "engine/SharedQueue.h"
 #include "admission/PoolSizes.h"
 #include "admission/Room.h"
 #include "admission/ThreadStarts.h"
@@ -32,7 +30,6 @@
 #include "pool/ScheduledItem.h"
 #include "pool/Tallies.h"
 #include "engine/PoolWorker.h"
-#include "engine/WorkerList.h"
 #include "pool/UncaughtSink.h"
 #include "coexec/PendingTask.h"
 #include "coexec/PoolStats.h"
@@ -64,7 +61,7 @@ class SmallList;
 /// paths take no lock:
 ///
 /// - Submissions from outside (bounded and unbounded queues, with at least
-///   corePoolSize threads) push to the shared ring (shared_), lock-free, and
+///   corePoolSize threads) push to the shared ring (engine_.shared), lock-free, and
 ///   workers pop it without the lock (its overflow, in order, under the lock).
 /// - Submissions from the pool's own threads (a task forking subtasks, a
 ///   coroutine submitting the next step) push to the worker's Chase-Lev
@@ -75,7 +72,7 @@ class SmallList;
 /// - A coroutine hopping back onto the pool from one of its threads goes to
 ///   the worker's next-continuation slot.
 /// - A worker that runs out of work searches for a moment before it parks
-///   (parking_: Parking.h states the wake-up protocol); a submission wakes
+///   (engine_.parking: Parking.h states the wake-up protocol); a submission wakes
 ///   one parked worker only if none is searching.
 ///
 /// The bound of bounded(n) covers the shared and the local queues together
@@ -113,11 +110,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   PoolLatency latencyLocked() const;  // requires: mutex_ held (PoolLatency.cpp)
   // Requires: mutex_ held. dumpThreads() (ThreadDump.cpp).
   ThreadDump dumpLocked() const;
-  // Requires: mutex_ held. A worker took shared work: if more is queued and
-  // nobody searches, wakes one more worker.
-  void wakeHelperLocked();
-  // Requires: mutex_ held. synchronous(): gives `task` to an idle worker.
-  bool handOffLocked(PendingTask& task);
   const char* saturationReasonLocked(bool factoryFailed) const;
 
   void runWorker(Worker* worker, Ref<TaskCore> first);
@@ -133,15 +125,15 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   /// gives the place back if it throws (std::bad_alloc; the task is then
   /// left with the caller).
   bool pushQueuedLocked(PendingTask& task);
-  /// Requires: mutex_ held. Tasks in the shared queue (shared_).
-  [[nodiscard]] std::size_t sharedQueuedLocked() const noexcept { return shared_.sizeLocked(); }
+  /// Requires: mutex_ held. Tasks in the shared queue.
+  [[nodiscard]] std::size_t sharedQueuedLocked() const noexcept { return engine_.shared.sizeLocked(); }
   /// Requires: mutex_ held. Waits out the lock-free admissions under way
   /// (after a change of state). They never take the lock while counted.
   void waitAdmissionsLocked() const noexcept;
   /// Requires: mutex_ held, and no lock-free push under way (admitting_
   /// drained after a change of state, or purging_ set). Every task of the
   /// shared queue in order (SharedQueue::drainLocked()).
-  std::vector<PendingTask> drainSharedLocked() { return shared_.drainLocked(); }
+  std::vector<PendingTask> drainSharedLocked() { return engine_.shared.drainLocked(); }
   /// From one of this pool's threads: queues `task` on that worker's local
   /// queue. False (task untouched) if the pool is not running or the queue
   /// kind keeps every task shared.
@@ -248,29 +240,18 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   // the rejected, discarded and drained counts, the latency recorded
   // outside the workers (Tallies.h states the rules).
   Tallies tallies_;
-  /// Adds `n` to a counter of the calling worker's own set (see Counters).
-  template <class T>
-  static void addOwn(std::atomic<T>& counter, T n, std::memory_order order) noexcept {
-    counter.store(counter.load(std::memory_order_relaxed) + n, order);
-  }
   /// The counters the calling thread updates: its worker's, or the outside
   /// ones (tallies_).
   Counters& countersHere() noexcept;  // defined below: inline on the submit path
-  // The idle workers and the wake-up protocol (Parking.h states the rules).
-  Parking parking_;
+  // The engine: the workers, their local queues, the shared queue, the
+  // continuations, the due timer work, the idle workers (Engine.h states
+  // the rules); guarded by mutex_ where it says so.
+  Engine<PoolImpl> engine_;
   alignas(64) std::atomic<PoolState> stateMirror_{PoolState::running};  // life_'s state, readable without the lock
-  std::atomic<std::size_t> poolSizeMirror_{0};                          // workers_.size() (written by workers_), ditto
-
-  std::atomic<std::size_t> coreMirror_{0};     // sizes_' corePoolSize, ditto
-  const bool localQueues_;                     // the queue kind allows local queues (and a shared ring)
+  std::atomic<std::size_t> coreMirror_{0};                              // sizes_' corePoolSize, ditto
   // purge() calls under way: lock-free submissions take the locked path
   // meanwhile (a count, for concurrent purges).
   std::atomic<std::size_t> purging_{0};
-  // The shared queue: for bounded() and unbounded() a ring that submissions
-  // from outside the pool push to without the pool's lock, and its overflow
-  // (SharedQueue.h states the rules); for priority() and synchronous() the
-  // locked queue alone.
-  SharedQueue shared_;
   // Submissions between their check of the pool's state and their push to
   // the shared ring (on its own line: only submitters write it). shutdown() and shutdownNow() change the state, then
   // wait for this to drain: afterwards every push either landed or saw the new state.
@@ -312,10 +293,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   PoolSizes sizes_;
 
   // Everything below is guarded by mutex_.
-  RingBuffer<std::coroutine_handle<>> continuations_;
-  // The workers (WorkerList.h states the rules; poolSizeMirror_ is its
-  // size's mirror).
-  WorkerList workers_{poolSizeMirror_};
   std::vector<std::thread> exited_;  // threads of exited workers, not yet joined
   // Worker numbers, the retry of a failed start, the places of
   // RejectionPolicy::newThreadRuns()'s temporary threads (ThreadStarts.h
@@ -330,9 +307,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   const bool recordLatency_;  // ThreadPoolOptions::recordLatency
   // Guarded by mutex_:
   LiveItems liveItems_;  // the live timer items, the armed count (PoolTimers.h states the rules)
-  // Timer tasks that became due, run like continuations (DueWork.h states
-  // the rules; pushes happen under mutex_ too).
-  DueWork due_;
 
   /// Requires: mutex_ held. Makes `item` live (the list takes a reference)
   /// and arms its timer for `deadline`, or hands its work over at once if it
@@ -347,11 +321,11 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   /// list's reference goes to `released` (dropped after unlocking).
   void removeItemLocked(ScheduledItem& item, SmallList<ScheduledItem*, 2>& released) noexcept;
   /// Requires: mutex_ held; `item` live and not armed (its timer fired, or
-  /// it was due at once). Hands its work over: a one-shot's task to due_
-  /// (the item leaves the list), a periodic schedule's next run to due_, or
+  /// it was due at once). Hands its work over: a one-shot's task to engine_.due
+  /// (the item leaves the list), a periodic schedule's next run to engine_.due, or
   /// ends the schedule (cancelled, or the pool is shut down).
   void fireLocked(ScheduledItem& item, TimerWork& work);
-  /// Requires: mutex_ held. Queues a due task in due_ (taking `task`'s
+  /// Requires: mutex_ held. Queues a due task in the engine's due work (taking `task`'s
   /// reference) and gets a thread to it, like post().
   void pushDueLocked(TaskCore* task, FactoryErrors& errors);
   /// The timer service's callback: `context` is an armed ScheduledItem.
@@ -418,39 +392,38 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   friend class PeriodicState;
   friend struct TimerWork;
 
- private:
-  struct Work {
-    Ref<TaskCore> task;
-    std::coroutine_handle<> continuation;
-    bool counted = false;  // a hand-off: already counted as active
-    bool yield = false;    // a continuation that yielded (see Worker::yields)
-    explicit operator bool() const noexcept { return task || continuation; }
-  };
-  // Requires: mutex_ held. The next work for a worker; empty if it must exit.
-  Work takeWorkLocked(Worker& worker, std::unique_lock<std::mutex>& lock);
-  // The newest task of the worker's own local queue, without the pool's lock.
-  Work popLocal(Worker& worker);
-  // Requires: mutex_ held. Takes the oldest task of `victim`'s local queue,
-  // giving its place back; false if it is empty.
-  bool stealFrom(Worker& victim, Ref<TaskCore>& out) noexcept;
-  // The oldest due timer task (due_), without the pool's lock; empty if none.
-  Work popDue();
-  // The oldest task of the shared ring, without the pool's lock (or with it, `locked`).
-  Work popInject(bool locked);
-  // Requires: mutex_ held. What `thief` takes from the other workers
-  // (WorkerList::stealLocked(): its order), places given back.
-  Work stealLocked(Worker& thief);
-  // Requires: mutex_ held (released while spinning, held again on return).
-  // Spins for a short window, without the lock, until work appears anywhere
-  // in the pool; the caller then looks for it under the lock, and parks if
-  // it finds none. Every idle worker spins, so that no worker parks between
-  // two bursts (docs/performance.md, "Idle workers").
-  void spinForWorkLocked(std::unique_lock<std::mutex>& lock);
-  // Requires: mutex_ held. True if some worker has work of its own waiting.
-  [[nodiscard]] bool anyLocalWorkLocked() const noexcept { return workers_.anyLocalWorkLocked(); }
+ public:
+  // ---- the engine's host (Engine.h lists what each call decides) ----------
+  /// A dequeued task on `worker`: started unless cancelled while queued,
+  /// run between the hooks, counted; shutdownNow() sees it as `current`.
+  // Inlined into the engine's loop (its one caller): a task's path pays no call.
+  [[gnu::always_inline]] inline void runTask(Worker& worker, Ref<TaskCore>& task);
+  /// A worker took an item: serves the submitWhenRoom() waiters that room
+  /// appeared for under the lock.
+  void tookWork() {
+    if (room_.signalled()) serveRoomWaiters();
+  }
+  /// Requires: mutex_ held. STOP with nothing in flight, SHUTDOWN with
+  /// nothing queued, or above maximumPoolSize.
+  WorkerExit exitRuleLocked(std::size_t sharedQueued) const noexcept;
+  [[nodiscard]] bool runningLocked() const noexcept { return life_.stateLocked() == PoolState::running; }
+  [[nodiscard]] bool running() const noexcept {
+    return stateMirror_.load(std::memory_order_relaxed) == PoolState::running;
+  }
+  /// Requires: mutex_ held. keepAliveTime and allowCoreThreadTimeOut, on
+  /// the pool's clock.
+  bool idleExpiredLocked(std::size_t size, IdleTime& idle) const;
+  /// Requires: mutex_ held. An idle worker is room for a synchronous()
+  /// hand-off and for submitWhenRoom() waiters (served without the lock).
+  void workerParkedLocked(std::unique_lock<std::mutex>& lock);
+  /// Requires: mutex_ held. A parked worker's wait: a ManualClock's
+  /// keep-alive is an alarm on the pool's timer service (onKeepAliveAlarm).
+  void waitParkedLocked(Worker& worker, std::unique_lock<std::mutex>& lock, const IdleTime& idle);
+  // Requires: mutex_ held. The worker's counters into the tallies, its
+  // thread to join, termination.
+  void workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& lock);
 
-  // Runs one work item without the pool's lock.
-  void execute(Worker& worker, Work work);
+ private:
   // Runs a task the calling worker has started (tryStart, tryStartJoined):
   // the hooks, its body (a coroutine to its first suspension), the count. A
   // coroutine takes `task`'s reference; a callable's the caller drops.
@@ -465,7 +438,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   }
   // A callable task, between its hooks; counted (unless periodic) before
   // its Future settles.
-  void runTask(Worker& worker, TaskCore& task);
+  void runCallable(Worker& worker, TaskCore& task);
   // Adds a task's outcome to the counters: on one of our workers its own,
   // else the outside ones (tallies_). Called before the task's Future
   // settles, so that a stats() read after the settlement counts the task.
@@ -474,10 +447,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   [[nodiscard]] bool quiescentLocked() const noexcept;
 
  public:
-  // Requires: mutex_ held. After the shared queues changed.
-  void publishSharedWorkLocked() noexcept {
-    parking_.publishSharedLocked(shared_.lockedSizeLocked() + continuations_.size());
-  }
   // Requires: mutex_ held. Drains every worker's local queue, oldest first.
   // Entries of tasks a join started (PoolJoin.cpp) go to `joined`, for the
   // caller to drop once it has released the lock.
@@ -487,10 +456,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   // queue that has one; gives its place back. Empty if nothing is queued.
   // Entries of joined tasks met on the way go to `joined`, as above.
   PendingTask takeOldestLocked(std::vector<Ref<TaskCore>>& joined);
-
- private:
-  // Requires: mutex_ held.
-  void workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& lock);
+  // Requires: mutex_ held. Takes the oldest task of `victim`'s local queue,
+  // giving its place back; false if it is empty.
+  bool stealFrom(Worker& victim, Ref<TaskCore>& out) noexcept;
 
  public:
   // The pool's timers, on clock_. The last member, so destroyed first: a
@@ -498,6 +466,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   // while the rest of the pool is still whole.
   TimerService timers_;
 };
+
+// The engine's loop is compiled once, in PoolWorker.cpp.
+extern template class Engine<PoolImpl>;
 
 /// The pool whose worker is running on this thread, or null.
 PoolImpl* currentPool() noexcept;

@@ -58,7 +58,7 @@ void PoolImpl::runJoined(Worker& worker, TaskCore& task) noexcept {
     if (raw == &task) {
       leftQueue(/*locked=*/false);
       ref = Ref<TaskCore>::adopt(raw);
-      if (!task.tryStart()) {  // cancelled while queued: settled, counted as execute() counts it
+      if (!task.tryStart()) {  // cancelled while queued: settled, counted as runTask() counts it
         addOwn<std::uint64_t>(worker.counters.cancelled, 1, std::memory_order_release);
         return;
       }
@@ -87,7 +87,7 @@ void PoolImpl::runJoined(Worker& worker, TaskCore& task) noexcept {
     {
       std::lock_guard local(worker.localMutex);
       outerCurrent = std::exchange(worker.current, ref);
-      // As in execute(): shutdownNow() either sees this task as current, or
+      // As in runTask(): shutdownNow() either sees this task as current, or
       // we see STOP here and start it with its token cancelled.
       stopped = stateMirror_.load(std::memory_order_seq_cst) == PoolState::stop;
     }

@@ -4,7 +4,7 @@
 //
 // Invariants:
 // - A worker's recorders (Worker::latency) have one writer, the worker, for
-//   the tasks it runs (runTimed(): dequeued ones from execute(), joined ones
+//   the tasks it runs (runTimed(): dequeued ones from runTask(), joined ones
 //   from runJoined()); stats() and latency() read them under mutex_.
 // - A worker that exits adds its recorders to the pool's tallies under
 //   mutex_ (workerExitedLocked, Tallies::addExitedLocked()), whose buckets
@@ -60,7 +60,7 @@ void PoolImpl::recordCoroutineRun(const TaskCore& task) noexcept {
 PoolLatency PoolImpl::latencyLocked() const {
   PoolLatency merged;
   if (!recordLatency_) return merged;
-  tallies_.mergeLatencyLocked(merged, workers_);
+  tallies_.mergeLatencyLocked(merged, engine_.workers);
   return merged;
 }
 

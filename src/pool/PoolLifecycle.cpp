@@ -35,13 +35,13 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
   life_.inFlight.workerExitedLocked(gone.coroutinesStarted.load(std::memory_order_relaxed) -
                                gone.coroutinesFinished.load(std::memory_order_relaxed));
   exited_.push_back(std::move(worker->thread));
-  workers_.exitedLocked(worker);  // the size's mirror, seq_cst, before this thread reads the shared ring
+  engine_.workers.exitedLocked(worker);  // the size's mirror, seq_cst, before this thread reads the shared ring
   room_.appearedLocked();  // room for a new thread
   // After shutdown, the others look again: one parked on an in-flight total
   // it read before this worker's last finishes (plain stores, see PoolImpl.h)
   // would otherwise wait for a wake-up that never comes.
-  if (life_.stateLocked() != PoolState::running) parking_.wakeAllLocked();
-  if (workers_.empty() && workWaitsLocked()) {
+  if (life_.stateLocked() != PoolState::running) engine_.parking.wakeAllLocked();
+  if (engine_.workers.empty() && workWaitsLocked()) {
     // Never leave queued work without a thread (the pool was resized or all
     // threads timed out while a task arrived).
     FactoryErrors errors;
@@ -57,11 +57,11 @@ void PoolImpl::workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& 
 
 void PoolImpl::tryTerminateLocked(std::unique_lock<std::mutex>& lock) {
   if (life_.stateLocked() == PoolState::running || !life_.aliveLocked()) return;
-  if (!workers_.empty() || !quiescentLocked()) return;
+  if (!engine_.workers.empty() || !quiescentLocked()) return;
   if (life_.stateLocked() == PoolState::shutdown && sharedQueuedLocked() > 0) return;
   // Timers it must still run (or end), due work, and threads on their way
   // here from a timer (see ScheduledItem).
-  if (liveItems_.anyLocked() || due_.any() || life_.pinned()) {
+  if (liveItems_.anyLocked() || engine_.due.any() || life_.pinned()) {
     return;
   }
   // RejectionPolicy::newThreadRuns(): the last temporary thread to end terminates it.
@@ -100,10 +100,10 @@ void ThreadPoolExecutor::shutdown() {
   lock.lock();
   p.life_.unpinLocked();
   detail::PoolImpl::FactoryErrors errors;
-  if (p.workers_.empty() && p.workWaitsLocked() && p.life_.stateLocked() == PoolState::shutdown) {
+  if (p.engine_.workers.empty() && p.workWaitsLocked() && p.life_.stateLocked() == PoolState::shutdown) {
     p.startThreadForWaitingWorkLocked(errors);  // queued work whose thread failed to start: try again to drain it
   }
-  p.parking_.wakeAllLocked();
+  p.engine_.parking.wakeAllLocked();
   p.room_.available.notify_all();
   detail::RoomWaiter* const refused = p.endRoomWaitsLocked();  // submitWhenRoom()'s producers: RejectedExecution
   p.tryTerminateLocked(lock);
@@ -127,7 +127,7 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
     p.life_.inFlight.waitLeaversLocked();  // every coroutine that finished unlocked is off the in-flight count
     std::vector<PendingTask> queued = p.drainSharedLocked();
     p.room_.release(queued.size());
-    p.publishSharedWorkLocked();
+    p.engine_.publishSharedWorkLocked();
     p.drainLocalsLocked(queued, joined);  // after the shared queue: it holds the older tasks
     // Pending timers are cancelled; one-shot tasks that became due and have
     // not started are returned after the queued ones.
@@ -142,12 +142,12 @@ std::vector<PendingTask> ThreadPoolExecutor::shutdownNow() {
         unrun.push_back(std::move(task));
       }
     }
-    for (auto& worker : p.workers_) {
+    for (auto& worker : p.engine_.workers) {
       std::lock_guard local(worker.localMutex);
       if (worker.current) running.push_back(worker.current);
     }
     p.life_.inFlight.collect(running);  // coroutine tasks in flight with a token
-    p.parking_.wakeAllLocked();
+    p.engine_.parking.wakeAllLocked();
     p.room_.available.notify_all();
     refused = p.endRoomWaitsLocked();
     p.tryTerminateLocked(lock);
@@ -225,7 +225,7 @@ void ThreadPoolExecutor::setCorePoolSize(std::size_t corePoolSize) {
   {
     std::lock_guard lock(p.mutex_);
     grow = p.sizes_.setCoreLocked(corePoolSize);
-    if (p.workers_.size() > corePoolSize) p.parking_.wakeAllLocked();  // surplus threads become timed
+    if (p.engine_.workers.size() > corePoolSize) p.engine_.parking.wakeAllLocked();  // surplus threads become timed
   }
   if (grow > 0) p.startWorkers(grow, true);
   if (grow > 0 && p.room_.anyWaiting()) p.serveRoomWaiters();  // room for a thread
@@ -236,7 +236,7 @@ void ThreadPoolExecutor::setMaximumPoolSize(std::size_t maximumPoolSize) {
   {
     std::lock_guard lock(p.mutex_);
     p.sizes_.setMaximumLocked(maximumPoolSize);
-    p.parking_.wakeAllLocked();
+    p.engine_.parking.wakeAllLocked();
     if (p.room_.blockedLocked() > 0) p.room_.available.notify_all();
   }
   if (p.room_.anyWaiting()) p.serveRoomWaiters();  // room for more threads
@@ -247,14 +247,14 @@ void ThreadPoolExecutor::setKeepAliveTime(std::chrono::nanoseconds keepAliveTime
   detail::PoolImpl& p = *impl_;
   std::lock_guard lock(p.mutex_);
   p.sizes_.setKeepAliveLocked(keepAliveTime);
-  p.parking_.wakeAllLocked();
+  p.engine_.parking.wakeAllLocked();
 }
 
 void ThreadPoolExecutor::allowCoreThreadTimeOut(bool value) {
   detail::PoolImpl& p = *impl_;
   std::lock_guard lock(p.mutex_);
   p.sizes_.setCoreTimesOutLocked(value);
-  p.parking_.wakeAllLocked();
+  p.engine_.parking.wakeAllLocked();
 }
 
 }  // namespace coexec

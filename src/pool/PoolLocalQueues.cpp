@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 // A worker's local queue as the pool uses it: submissions from the pool's
-// own threads (tryPushLocal), popping and stealing with the places of
-// bounded(n) given back, and the drains that take local work out for
-// shutdownNow() and discardOldest(). The worker's own operations on its
+// own threads (tryPushLocal), and the drains that take local work out for
+// shutdownNow() and discardOldest(), with the places of bounded(n) given
+// back (the engine pops and steals: Engine.h). The worker's own operations on its
 // queue, its next-continuation slot and its yields are PoolWorker's
 // (src/engine/PoolWorker.h), and the order a thief takes other workers'
 // work in is WorkerList's (src/engine/WorkerList.h); each states its rules.
 //
-// Invariants (see PoolWorker.cpp for the worker loop that serves them):
+// Invariants (see src/engine/Engine.h for the worker loop that serves them):
 // - A local push is admitted work: counted in taskCount, holding a place of
 //   bounded(n), before any thread can take it.
 // - A push publishes its task (seq_cst) and then looks for searchers and
@@ -29,10 +29,10 @@ namespace coexec::detail {
 
 bool PoolImpl::tryPushLocal(PendingTask& task) {
   Worker* worker = tlsWorker;
-  if (!localQueues_ || worker == nullptr || tlsPool != this) return false;
+  if (!engine_.localQueues || worker == nullptr || tlsPool != this) return false;
   // Below corePoolSize, admission starts a new thread for the task (step 1):
   // the task must not wait behind its submitter.
-  if (sizes_.belowCore(poolSizeMirror_.load(std::memory_order_relaxed))) return false;
+  if (sizes_.belowCore(engine_.sizeMirror.load(std::memory_order_relaxed))) return false;
   // The capacity of bounded(n) covers the local queues too.
   if (!room_.reserve()) return false;
   if (stateMirror_.load(std::memory_order_seq_cst) != PoolState::running) {
@@ -60,25 +60,18 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
     throw;
   }
   core.detach();  // the queue holds the reference now
-  if (parking_.anySearching()) {
+  if (engine_.parking.anySearching()) {
     // Tell the searcher only when there is more than this worker will take
     // next: a lone task (a chain, each task submitting the next) stays with
     // its submitter, which runs it as soon as the current task returns. If
     // the submitter blocks instead, the searcher steals it when its spin
     // window ends, on its way to parking.
-    if (queued >= 2) parking_.signalLocalWork();
-  } else if (parking_.anyParked()) {
+    if (queued >= 2) engine_.parking.signalLocalWork();
+  } else if (engine_.parking.anyParked()) {
     std::lock_guard lock(mutex_);
-    parking_.wakeOneLocked();
+    engine_.parking.wakeOneLocked();
   }
   return true;
-}
-
-PoolImpl::Work PoolImpl::popLocal(Worker& worker) {
-  TaskCore* raw = nullptr;
-  if (!worker.local.pop(raw)) return {};
-  leftQueue(/*locked=*/false);
-  return Work{Ref<TaskCore>::adopt(raw), {}, false};
 }
 
 bool PoolImpl::stealFrom(Worker& victim, Ref<TaskCore>& out) noexcept {
@@ -88,26 +81,20 @@ bool PoolImpl::stealFrom(Worker& victim, Ref<TaskCore>& out) noexcept {
   return true;
 }
 
-PoolImpl::Work PoolImpl::stealLocked(Worker& thief) {
-  const StolenWork stolen = workers_.stealLocked(thief, [this] { leftQueue(/*locked=*/true); });
-  if (stolen.task != nullptr) return Work{Ref<TaskCore>::adopt(stolen.task), {}, false};
-  return Work{{}, stolen.continuation, false, stolen.yield};
-}
-
 PendingTask PoolImpl::takeOldestLocked(std::vector<Ref<TaskCore>>& joined) {
   TaskCore* raw = nullptr;
-  if (shared_.tryPopRing(raw)) {  // the ring holds the oldest shared tasks
+  if (engine_.shared.tryPopRing(raw)) {  // the ring holds the oldest shared tasks
     leftQueue(/*locked=*/true);
     return PendingTaskAccess::make(Ref<TaskCore>::adopt(raw));
   }
-  if (PendingTask task = shared_.pollLocked(); task.valid()) {
+  if (PendingTask task = engine_.shared.pollLocked(); task.valid()) {
     leftQueue(/*locked=*/true);
     return task;
   }
   // The shared queue is empty: any places are held by tasks the pool's own
   // threads submitted. The oldest of the first local queue that has one goes
   // (each worker's oldest: the one thieves take first).
-  for (Worker& worker : workers_) {
+  for (Worker& worker : engine_.workers) {
     for (Ref<TaskCore> task; stealFrom(worker, task);) {
       if (task->closeToJoins()) return PendingTaskAccess::make(std::move(task));  // from now on no join can start it
       joined.push_back(std::move(task));                              // the entry of a task a join ran: not a victim
@@ -117,7 +104,7 @@ PendingTask PoolImpl::takeOldestLocked(std::vector<Ref<TaskCore>>& joined) {
 }
 
 void PoolImpl::drainLocalsLocked(std::vector<PendingTask>& into, std::vector<Ref<TaskCore>>& joined) {
-  for (Worker& worker : workers_) {
+  for (Worker& worker : engine_.workers) {
     for (Ref<TaskCore> task; stealFrom(worker, task);) {  // oldest first
       if (task->closeToJoins()) {
         into.push_back(PendingTaskAccess::make(std::move(task)));  // from now on no join can start it

@@ -5,9 +5,9 @@
 // A timer item (ScheduledItem, PoolTimers.h) is live from schedule*() until
 // it has nothing more to do for the pool, and armed while its timer is
 // pending in timers_. When the timer fires (onTimer, on the timer thread or
-// in ManualClock::advance()), the item's work is handed to due_: a one-shot's
+// in ManualClock::advance()), the item's work is handed to engine_.due: a one-shot's
 // task, or a periodic schedule's next run (a PeriodicRun task). Workers take
-// due_ right after the continuations: due work is admitted work, never
+// engine_.due right after the continuations: due work is admitted work, never
 // rejected and never bounded by the work queue.
 //
 // Who ends what:
@@ -18,12 +18,12 @@
 //   state).
 // - A periodic schedule that is live but not armed has a run queued or
 //   running: that run decides (periodicRunEnded) whether to re-arm or end.
-// - The pool terminates only when no item is live, no pin is held and due_
+// - The pool terminates only when no item is live, no pin is held and engine_.due
 //   is empty (tryTerminateLocked).
 //
 // Locks: mutex_ guards the live list, every item's armed/timer/deadline/due
-// fields and the counters; due_ has its own lock (DueWork.h). mutex_ is
-// taken before due_'s lock, before TimerService's own lock
+// fields and the counters; engine_.due has its own lock (DueWork.h). mutex_ is
+// taken before engine_.due's lock, before TimerService's own lock
 // and before an item's guard, never the other way round (a pin is taken
 // under the guard, which is released before mutex_ is taken). User code
 // (settling Futures and handles, token callbacks, dropping tasks) runs with
@@ -81,7 +81,7 @@ PoolImpl* ScheduledItem::pinPool() noexcept {
 
 void OneShotTimer::queuedTaskCancelled() noexcept {
   PoolImpl* pool = pinPool();
-  if (pool == nullptr) return;  // fired (it is in due_, where a worker skips it) or removed already
+  if (pool == nullptr) return;  // fired (it is in engine_.due, where a worker skips it) or removed already
   TimerWork work;
   std::unique_lock lock(pool->mutex_);
   if (pool->liveItems_.disarmLocked(*this, pool->timers_)) {
@@ -209,9 +209,9 @@ void PoolImpl::addItemLocked(ScheduledItem& item, Clock::time_point deadline, Cl
     tallies_.countRejectedLocked();
     throw RejectedExecution("the pool is shut down and accepts no new scheduled tasks", statsLocked());
   }
-  // Room in due_ for the work of every live item and of what is already
+  // Room in engine_.due for the work of every live item and of what is already
   // there, so that handing work over (in a timer callback) never allocates.
-  due_.reserveMore(liveItems_.countLocked() + 1);
+  engine_.due.reserveMore(liveItems_.countLocked() + 1);
   liveItems_.addLocked(item);
   {
     std::lock_guard guarded(item.guard);
@@ -305,16 +305,16 @@ bool PoolImpl::periodicMustEndLocked(const PeriodicState& state, std::exception_
 }
 
 void PoolImpl::pushDueLocked(TaskCore* task, FactoryErrors& errors) {
-  due_.push(task);  // room reserved by addItemLocked
+  engine_.due.push(task);  // room reserved by addItemLocked
   // Below corePoolSize a new thread runs it, as admission's step 1 would:
   // a pool that only runs timers still grows to its core size, so one long
   // run does not hold up every other timer.
-  if (sizes_.belowCoreLocked(workers_.size())) {
+  if (sizes_.belowCoreLocked(engine_.workers.size())) {
     PendingTask none;
     if (addWorkerLocked(none, errors)) return;
   }
-  if (parking_.anySearching()) return;                        // a searching worker takes it
-  if (parking_.wakeOneLocked() || !workers_.empty()) return;  // else a busy worker takes it next
+  if (engine_.parking.anySearching()) return;                        // a searching worker takes it
+  if (engine_.parking.wakeOneLocked() || !engine_.workers.empty()) return;  // else a busy worker takes it next
   // Core 0, or every thread timed out: one must run it (and if the factory
   // fails, nothing else may ever start one: it is tried again soon).
   startThreadForWaitingWorkLocked(errors);
@@ -363,7 +363,7 @@ void PoolImpl::fireBatch(void* owner, TimerService::Firing* batch, std::size_t c
 
 void PoolImpl::finishFiringLocked(std::unique_lock<std::mutex>& lock, TimerWork& work) noexcept {
   if (work.onlyReleases()) {
-    // The common case (the work went to due_): the items' other owners (a
+    // The common case (the work went to engine_.due): the items' other owners (a
     // task's cancelListener, a run) keep them, or nothing is left in them.
     work.release.forEach([](ScheduledItem* released) { released->releaseItem(); });
     work.release.clear();
@@ -416,7 +416,7 @@ void PoolImpl::stopTimersLocked(bool now, TimerWork& work, std::vector<PendingTa
   // appended to `drained` (the queue's); queued periodic runs end their
   // schedules.
   std::vector<TaskCore*> due;
-  due_.drainInto(due);
+  engine_.due.drainInto(due);
   for (TaskCore* raw : due) {
     Ref<TaskCore> task = Ref<TaskCore>::adopt(raw);
     if (poolState(*task).countsInStats()) {
@@ -430,7 +430,7 @@ void PoolImpl::stopTimersLocked(bool now, TimerWork& work, std::vector<PendingTa
       work.drop.push_back(std::move(task));
     }
   }
-  publishSharedWorkLocked();
+  engine_.publishSharedWorkLocked();
 }
 
 void PoolImpl::periodicRunEnded(PeriodicState& state, const std::exception_ptr& error) noexcept {
@@ -469,7 +469,7 @@ void PoolImpl::periodicRunNotStarted(PeriodicState& state, const std::exception_
 void PoolImpl::onKeepAliveAlarm(void* context) noexcept {
   auto* pool = static_cast<PoolImpl*>(context);
   std::lock_guard lock(pool->mutex_);
-  pool->parking_.wakeAllLocked();  // each idle worker reads the clock again
+  pool->engine_.parking.wakeAllLocked();  // each idle worker reads the clock again
 }
 
 }  // namespace detail

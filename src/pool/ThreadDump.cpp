@@ -35,9 +35,9 @@ namespace detail {
 ThreadDump PoolImpl::dumpLocked() const {
   ThreadDump dump;
   dump.stats = statsLocked();
-  dump.workers.reserve(workers_.size());
+  dump.workers.reserve(engine_.workers.size());
   dump.temporaryThreads = starts_.temporaryAliveLocked();
-  for (const Worker& worker : workers_) {
+  for (const Worker& worker : engine_.workers) {
     WorkerDump entry;
     entry.name = worker.name;
     entry.localQueueSize = worker.local.sizeAtOneInstant();
@@ -51,7 +51,7 @@ ThreadDump PoolImpl::dumpLocked() const {
       entry.taskName = std::string(taskNameAt(nameId));
     } else if (worker.counters.active.load(std::memory_order_relaxed) > 0) {
       entry.state = WorkerState::running;  // a coroutine resuming here
-    } else if (parking_.parkedLocked(worker)) {
+    } else if (engine_.parking.parkedLocked(worker)) {
       entry.state = WorkerState::parked;
     }
     dump.workers.push_back(std::move(entry));

@@ -4,9 +4,11 @@
 // stats(). The behaviour lives in the files beside it:
 //   PoolAdmission.cpp      admission (the Java routing), the rejection
 //                          policies' hooks into the pool, purge()
-//   PoolLocalQueues.cpp    a worker's local queue: pushes, pops, steals
-//   PoolWorker.cpp         the worker loop: order of service, spinning,
-//                          parking, counting a task's outcome
+//   PoolLocalQueues.cpp    a worker's local queue: pushes, steals, drains
+//   PoolWorker.cpp         the engine's host: a worker thread's start and
+//                          end, running a dequeued task, counting its
+//                          outcome, when an idle worker exits and how it
+//                          waits (the loop is src/engine/Engine.h's)
 //   PoolJoin.cpp           running a task where it is awaited
 //   PoolContinuations.cpp  coroutines resuming on the pool: post, yields,
 //                          and the end of a coroutine task
@@ -98,9 +100,9 @@ PoolImpl::PoolImpl(ThreadPoolExecutor& owner, ThreadPoolOptions options)
       sink_(Ref<UncaughtSink>::adopt(
           new UncaughtSink(name_, std::move(options.uncaughtExceptionHandler), options.reportUnobservedFailures))),
       tallies_(options.recordLatency),
-      localQueues_(options.workQueue.kind() == WorkQueue::Kind::bounded ||
-                   options.workQueue.kind() == WorkQueue::Kind::unbounded),
-      shared_(options.workQueue, localQueues_ ? injectCapacity(options.workQueue) : 0),
+      engine_(*this, mutex_, options.workQueue, injectCapacity(options.workQueue),
+              options.workQueue.kind() == WorkQueue::Kind::bounded ||
+                  options.workQueue.kind() == WorkQueue::Kind::unbounded),
       room_(options.workQueue.kind() == WorkQueue::Kind::bounded, options.workQueue.capacity()),
       sizes_(coreMirror_, options.corePoolSize, *options.maximumPoolSize,  // maximumPoolSize: set by validated()
              options.keepAliveTime, options.allowCoreThreadTimeOut),
@@ -125,25 +127,25 @@ PoolStats PoolImpl::statsLocked(bool withLatency) const {
   }
   // Outcomes before taskCount (acquire; Tallies.h): the snapshot never shows
   // more outcomes than tasks.
-  s.completedTaskCount = tallies_.sum(&Counters::completed, workers_, std::memory_order_acquire);
-  s.failedCount = tallies_.sum(&Counters::failed, workers_, std::memory_order_acquire);
-  s.cancelledCount = tallies_.sum(&Counters::cancelled, workers_, std::memory_order_acquire);
-  s.taskCount = tallies_.sum(&Counters::tasks, workers_, std::memory_order_acquire);
+  s.completedTaskCount = tallies_.sum(&Counters::completed, engine_.workers, std::memory_order_acquire);
+  s.failedCount = tallies_.sum(&Counters::failed, engine_.workers, std::memory_order_acquire);
+  s.cancelledCount = tallies_.sum(&Counters::cancelled, engine_.workers, std::memory_order_acquire);
+  s.taskCount = tallies_.sum(&Counters::tasks, engine_.workers, std::memory_order_acquire);
   s.name = name_;
   s.state = life_.stateLocked();
   s.corePoolSize = sizes_.coreLocked();
   s.maximumPoolSize = sizes_.maximumLocked();
-  s.poolSize = workers_.size();
-  s.activeCount = tallies_.active(workers_);
+  s.poolSize = engine_.workers.size();
+  s.activeCount = tallies_.active(engine_.workers);
   s.largestPoolSize = sizes_.largestLocked();
   // Each queue's size at one instant (sizeAtOneInstant, not size(), which
   // may count a ring's pops and pushes from two moments and so report more
   // than the ring ever held). The queues are read one after another while
   // workers pop without the lock, so queueSize and each local queue are
   // exact at their own instants, not at one common instant (see PoolStats).
-  s.queueSize = shared_.sizeAtOneInstantLocked();
+  s.queueSize = engine_.shared.sizeAtOneInstantLocked();
   s.localQueueSize = 0;
-  for (const Worker& worker : workers_)
+  for (const Worker& worker : engine_.workers)
     s.localQueueSize += worker.local.sizeAtOneInstant();
   s.queueCapacity = queueSpec_.capacity();
   s.rejectedCount = tallies_.rejectedLocked();
