@@ -98,6 +98,19 @@ struct IdleTime {
 ///       comes (on the host's clock).
 ///   void workerExitedLocked(PoolWorker*, std::unique_lock<std::mutex>&)
 ///       the worker exits (its loop returns after this).
+///   bool acceptsContinuationsLocked()
+///       the host still takes continuations (a thread started now would not
+///       outlive it).
+///   bool startWorkerLocked(typename Host::FactoryErrors&)
+///       starts a worker for waiting continuations; false if none could
+///       start (the failures in the list).
+///   void reportFactoryErrors(const typename Host::FactoryErrors&)
+///       without the mutex: reports those failures.
+///   void cancelledInQueue(PoolWorker&)
+///       a task a join took off the queue was cancelled while queued.
+///   void runJoined(PoolWorker&, Ref<TaskCore>&)
+///       runs a task a join has started, nested on the worker's stack: its
+///       hooks and counting, shutdownNow()'s record of it.
 ///
 /// The calls are resolved at compile time: the task-by-task ones
 /// (runTask(), leftQueue(), tookWork()) cost what a direct call costs.
@@ -128,6 +141,30 @@ class Engine {
   /// after Host::workerExitedLocked(), with the mutex released. Throws
   /// what the host's calls throw.
   void run(PoolWorker& worker, Ref<TaskCore> first);
+
+  /// Queues the continuation `handle`. On `here` (the calling thread's own
+  /// worker, or null) it goes to the worker's next-continuation slot, whose
+  /// previous occupant, if any, goes on in its place; otherwise to the
+  /// shared continuations, waking a parked worker or, with no worker at all,
+  /// asking the host to start one. Returns null once queued, or the
+  /// continuation the caller must resume itself: the host takes no more
+  /// continuations, no thread could be started, or there was no memory to
+  /// queue it. Takes the mutex unless the slot takes it. Never throws.
+  std::coroutine_handle<> post(PoolWorker* here, std::coroutine_handle<> handle) noexcept;
+  /// From `here`'s own thread: queues `handle` behind the work waiting now
+  /// (its slot, its local queue, the shared queues), or posts it when
+  /// nothing waits. Returns what post() returns.
+  std::coroutine_handle<> postYield(PoolWorker& here, std::coroutine_handle<> handle) noexcept;
+  /// From `worker`'s own thread: pushes `task` on its local queue (the
+  /// queue takes the reference), then tells a searching worker or wakes a
+  /// parked one as Parking.h's protocol asks. \throws std::bad_alloc if
+  /// the queue cannot grow (`task` untouched).
+  [[gnu::always_inline]] inline void pushLocal(PoolWorker& worker, Ref<TaskCore>& task);
+  /// From `worker`'s own thread, whose coroutine is about to await `task`
+  /// (a task of its local queues, joinable): runs it here and now unless
+  /// another thread started it (PoolJoin.cpp states the rules). Never
+  /// throws.
+  void join(PoolWorker& worker, TaskCore& task) noexcept;
 
   /// Requires: the mutex held. Gives `task` to a parked worker (counted as
   /// active and as a task of that worker) and wakes it; false, `task`

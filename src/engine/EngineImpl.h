@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-// The definitions of Engine's loop (Engine.h states its order of service and
-// invariants). Included by the one file that instantiates Engine for its
-// host; every other file sees the declarations alone.
+// The definitions of Engine's operations (Engine.h states the order of
+// service and the invariants). Included by the host's files that call them,
+// where the host's definitions are visible too, so that a host call on a
+// task's path compiles to no call at all.
 
 #include <chrono>
 #include <thread>
@@ -111,6 +112,117 @@ typename Engine<Host>::Work Engine<Host>::stealLocked(PoolWorker& thief) {
   const StolenWork stolen = workers.stealLocked(thief, [this] { host_.leftQueue(/*locked=*/true); });
   if (stolen.task != nullptr) return Work{Ref<TaskCore>::adopt(stolen.task), {}, false};
   return Work{{}, stolen.continuation, false, stolen.yield};
+}
+
+template <class Host>
+std::coroutine_handle<> Engine<Host>::post(PoolWorker* here, std::coroutine_handle<> handle) noexcept {
+  if (here != nullptr) {
+    // A hop from one of our own threads: the worker's next-continuation slot.
+    const std::coroutine_handle<> displaced = here->putNext(handle);
+    if (!displaced) {
+      // Published by the seq_cst exchange (Parking.h; a parking worker looks
+      // at every slot). In steady state the other workers search or are busy.
+      if (parking.wakeWanted()) {
+        std::lock_guard lock(mutex_);
+        parking.wakeOneLocked();
+      }
+      return {};
+    }
+    handle = displaced;  // the older one goes to the shared continuations
+  }
+  typename Host::FactoryErrors errors;
+  {
+    std::lock_guard lock(mutex_);
+    // A host that takes no more continuations (about to be gone: a thread
+    // started now would outlive it) has the caller resume it instead.
+    bool queued = false;
+    if (host_.acceptsContinuationsLocked()) {
+      try {
+        continuations.push(handle);
+        queued = true;
+      } catch (...) {  // out of memory growing the ring: resumed by the caller
+      }
+    }
+    if (queued) {
+      publishSharedWorkLocked();
+      if (parking.anySearching()) return {};                       // a searching worker takes it
+      if (parking.wakeOneLocked() || !workers.empty()) return {};  // else a busy worker takes it next
+      if (host_.startWorkerLocked(errors)) return {};
+      (void)continuations.popBack();  // ours: the newest, the lock held since the push
+      publishSharedWorkLocked();
+    }
+  }
+  host_.reportFactoryErrors(errors);
+  return handle;
+}
+
+template <class Host>
+std::coroutine_handle<> Engine<Host>::postYield(PoolWorker& here, std::coroutine_handle<> handle) noexcept {
+  // What is waiting now: this worker's slot and local queue, and the shared
+  // queues (sizes read without the lock: a moment's count is enough).
+  const std::size_t waiting = here.waitingHere() + parking.sharedWork() + shared.ringSize();
+  if (waiting == 0 && here.yieldCount.load(std::memory_order_relaxed) == 0) {
+    // Nothing to yield to: the slot, as any continuation (a yield in a loop
+    // on an otherwise idle pool costs no lock).
+    return post(&here, handle);
+  }
+  if (!here.pushYield(handle, waiting)) return post(&here, handle);  // out of memory: the plain continuation path
+  return {};
+}
+
+template <class Host>
+void Engine<Host>::pushLocal(PoolWorker& worker, Ref<TaskCore>& task) {
+  // The seq_cst push publishes the task (Parking.h: a parking worker reads
+  // every local queue's size).
+  const std::size_t queued = worker.local.push(task.get());  // throws only if its array cannot grow
+  (void)task.detach();                                       // the queue holds the reference now
+  if (parking.anySearching()) {
+    // Tell the searcher only when there is more than this worker will take
+    // next: a lone task (a chain, each task submitting the next) stays with
+    // its submitter, which runs it as soon as the current task returns. If
+    // the submitter blocks instead, the searcher steals it when its spin
+    // window ends, on its way to parking.
+    if (queued >= 2) parking.signalLocalWork();
+  } else if (parking.anyParked()) {
+    std::lock_guard lock(mutex_);
+    parking.wakeOneLocked();
+  }
+}
+
+template <class Host>
+void Engine<Host>::join(PoolWorker& worker, TaskCore& task) noexcept {
+  Ref<TaskCore> ref;
+  // The top of our own queue: entries of earlier joins go, and the task
+  // itself, if it is next, comes out (no entry left behind).
+  for (TaskCore* raw = nullptr; worker.local.pop(raw);) {
+    if (raw == &task) {
+      host_.leftQueue(/*locked=*/false);
+      ref = Ref<TaskCore>::adopt(raw);
+      if (!task.tryStart()) {  // cancelled while queued: settled, counted as the loop counts it
+        host_.cancelledInQueue(worker);
+        return;
+      }
+      break;
+    }
+    if (raw->startedByJoin()) {
+      host_.leftQueue(/*locked=*/false);
+      Ref<TaskCore>::adopt(raw);  // dropped: outside every lock
+      continue;
+    }
+    worker.local.pushBack(raw);
+    break;
+  }
+  if (!ref) {
+    if (!task.tryStartJoined()) return;  // started, stolen or settled meanwhile: the await goes on as before
+    task.addRef();                       // ours while it runs; its entry keeps the queue's
+    ref = Ref<TaskCore>::adopt(&task);
+  }
+  PoolCounters& counters = worker.counters;
+  const std::uint64_t outerRunning = counters.running.load(std::memory_order_relaxed);
+  counters.running.store(runningWord(task.nameId()), std::memory_order_relaxed);
+  host_.runJoined(worker, ref);
+  ref = Ref<TaskCore>();  // a callable's captures and result go here, outside every lock
+  counters.running.store(outerRunning, std::memory_order_relaxed);
 }
 
 template <class Host>

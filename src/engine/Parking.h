@@ -11,9 +11,9 @@
 // find the work) and somebody is parked (else every worker is busy, and one
 // takes the work when its current item returns).
 //
-// Invariants (the whole no-lost-wake-up argument; the producers in
-// PoolAdmission.cpp, PoolContinuations.cpp, PoolLocalQueues.cpp and
-// PoolTimers.cpp and the worker loop in Engine.h follow it):
+// Invariants (the whole no-lost-wake-up argument; the producers (the
+// engine's post() and pushLocal(), PoolAdmission.cpp, PoolTimers.cpp) and
+// the worker loop in Engine.h follow it):
 // - Work made available without the pool's lock: the producer publishes it
 //   (a seq_cst store or read-modify-write), then reads the counts with
 //   seq_cst loads (wakeWanted(), anySearching(), anyParked()). A worker

@@ -27,6 +27,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/EngineImpl.h"
 #include "pool/PoolImpl.h"
 #include "coexec/detail/Bindings.h"
 #include "coexec/detail/Time.h"

@@ -36,70 +36,29 @@
 #include <cassert>
 #include <cstdint>
 
+#include "engine/EngineImpl.h"
 #include "pool/PoolImpl.h"
 
 namespace coexec::detail {
 
 void PoolImpl::post(std::coroutine_handle<> handle) noexcept {
-  if (Worker* worker = tlsWorker; worker != nullptr && tlsPool == this) {
-    // A hop from one of our own threads: the worker's next-continuation slot.
-    const std::coroutine_handle<> displaced = worker->putNext(handle);
-    if (!displaced) {
-      // Published by the seq_cst exchange (Parking.h; a parking worker looks
-      // at every slot). In steady state the other workers search or are busy.
-      if (engine_.parking.wakeWanted()) {
-        std::lock_guard lock(mutex_);
-        engine_.parking.wakeOneLocked();
-      }
-      return;
-    }
-    handle = displaced;  // the older one goes to the shared queue
-  }
-  FactoryErrors errors;
-  {
-    std::lock_guard lock(mutex_);
-    // While the terminated hook runs (Lifecycle::aliveLocked() is false) the
-    // pool is about to be TERMINATED: a thread started now would outlive it.
-    // The continuation runs here instead, as it would once the pool has
-    // terminated.
-    bool queued = false;
-    if (life_.aliveLocked()) {
-      try {
-        engine_.continuations.push(handle);
-        queued = true;
-      } catch (...) {  // out of memory growing the ring: resumed here, below
-      }
-    }
-    if (queued) {
-      engine_.publishSharedWorkLocked();
-      if (engine_.parking.anySearching()) return;                        // a searching worker takes it
-      if (engine_.parking.wakeOneLocked() || !engine_.workers.empty()) return;  // else a busy worker takes it next
-      PendingTask none;
-      if (addWorkerLocked(none, errors)) return;
-      (void)engine_.continuations.popBack();  // ours: the newest, the lock held since the push
-      engine_.publishSharedWorkLocked();
-    }
-  }
-  // The pool has terminated (or is running its terminated hook), no thread
-  // could be started for it, or there was no memory to queue it: resume here
-  // rather than lose the coroutine.
-  reportFactoryErrors(errors);
-  resume(handle);
+  // From one of our own threads: its worker's slot (the engine's post()).
+  Worker* const here = tlsPool == this ? tlsWorker : nullptr;
+  // Not queued: the pool has terminated (or is running its terminated
+  // hook), no thread could be started for it, or there was no memory to
+  // queue it. Resumed here rather than lost.
+  if (const std::coroutine_handle<> unqueued = engine_.post(here, handle)) resume(unqueued);
 }
 
 void PoolImpl::postYield(std::coroutine_handle<> handle) noexcept {
   Worker* worker = tlsWorker;
   assert(worker != nullptr && tlsPool == this && "postYield: only from a thread of this pool");
-  // What is waiting now: this worker's fast slot and local queue, and the
-  // shared queues (sizes read without the lock: a moment's count is enough).
-  const std::size_t waiting = worker->waitingHere() + engine_.parking.sharedWork() + engine_.shared.ringSize();
-  if (waiting == 0 && worker->yieldCount.load(std::memory_order_relaxed) == 0) {
-    // Nothing to yield to: the fast slot, as any continuation (a yield in a
-    // loop on an otherwise idle pool costs no lock).
-    post(handle);
-    return;
-  }
-  if (!worker->pushYield(handle, waiting)) post(handle);  // out of memory: the plain continuation path
+  if (const std::coroutine_handle<> unqueued = engine_.postYield(*worker, handle)) resume(unqueued);
+}
+
+bool PoolImpl::startWorkerLocked(FactoryErrors& errors) {
+  PendingTask none;
+  return addWorkerLocked(none, errors);
 }
 
 void PoolImpl::coroutineEnding(TaskCore& /*task*/, Outcome outcome) noexcept { count(outcome); }

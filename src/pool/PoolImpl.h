@@ -176,10 +176,14 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   bool runOutside(Ref<TaskCore>& task, Outside where) noexcept;
   // Joiner: the runtime's joinInline() on one of our workers (PoolJoin.cpp).
   void join(TaskCore& task) noexcept override;
-  /// Runs `task`, whose Future a coroutine on `worker`'s thread (the calling
-  /// thread) is about to await, on this thread now, if no thread has started
-  /// it yet (PoolJoin.cpp). Never throws.
-  void runJoined(Worker& worker, TaskCore& task) noexcept;
+  /// The engine's join (Engine::join()) found `task` cancelled while
+  /// queued: counted as the loop counts it.
+  void cancelledInQueue(Worker& worker) noexcept;
+  /// Runs `task`, which the engine's join has started on `worker`'s thread
+  /// (the calling thread), nested inside the await: its hooks and counting,
+  /// shutdownNow()'s record of it (PoolJoin.cpp). Never throws.
+  /// Inlined into the engine's join (its one caller, in PoolJoin.cpp).
+  [[gnu::always_inline]] inline void runJoined(Worker& worker, Ref<TaskCore>& task) noexcept;
   /// A task settled as cancelled when it was submitted (its token, or the
   /// task submitting it, was cancelled already): counted in taskCount and
   /// cancelledCount, never admitted.
@@ -422,6 +426,12 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   // Requires: mutex_ held. The worker's counters into the tallies, its
   // thread to join, termination.
   void workerExitedLocked(Worker* worker, std::unique_lock<std::mutex>& lock);
+  /// Requires: mutex_ held. Continuations are taken while the pool is
+  /// alive (not terminated, not in its terminated hook).
+  [[nodiscard]] bool acceptsContinuationsLocked() const noexcept { return life_.aliveLocked(); }
+  /// Requires: mutex_ held. Starts a worker for waiting continuations
+  /// (addWorkerLocked(), no first task); its factory's failures in `errors`.
+  bool startWorkerLocked(FactoryErrors& errors);
 
  private:
   // Runs a task the calling worker has started (tryStart, tryStartJoined):
@@ -466,9 +476,6 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   // while the rest of the pool is still whole.
   TimerService timers_;
 };
-
-// The engine's loop is compiled once, in PoolWorker.cpp.
-extern template class Engine<PoolImpl>;
 
 /// The pool whose worker is running on this thread, or null.
 PoolImpl* currentPool() noexcept;

@@ -5,7 +5,9 @@
 // from the pool's own threads), runs that task at once on its own thread,
 // inside the co_await, instead of suspending until a worker reaches it. Most
 // children of a fork/join tree are never stolen: their parent runs them, as
-// ForkJoinPool's join() does, without a trip through the scheduler.
+// ForkJoinPool's join() does, without a trip through the scheduler. The
+// queue's part is the engine's (Engine::join()); the pool's, here, the
+// stack's bound and the run (runJoined()).
 //
 // Invariants:
 // - A task runs once. The join starts it with tryStartJoined() (a CAS from
@@ -33,6 +35,7 @@
 //   worker's thread.
 // Locks: a worker's localMutex for its `current`; no other.
 
+#include "engine/EngineImpl.h"
 #include "pool/PoolImpl.h"
 #if defined(COEXEC_FAULT_INJECTION)
 #include "coexec/detail/FaultInjection.h"
@@ -44,65 +47,38 @@ void PoolImpl::join(TaskCore& task) noexcept {
   // The runtime's joinInline() calls this on one of our workers only, for a
   // joinable task of ours.
   if (stackIsLow()) return;  // deep enough: the coroutine suspends instead
-  runJoined(*tlsWorker, task);
-}
-
-void PoolImpl::runJoined(Worker& worker, TaskCore& task) noexcept {
 #if defined(COEXEC_FAULT_INJECTION)
   FaultInjection::onBeforeJoin();  // race tests: a cancel between the await and the join
 #endif
-  Ref<TaskCore> ref;
-  // The top of our own queue: entries of earlier joins go, and the task
-  // itself, if it is next, comes out (no entry left behind).
-  for (TaskCore* raw = nullptr; worker.local.pop(raw);) {
-    if (raw == &task) {
-      leftQueue(/*locked=*/false);
-      ref = Ref<TaskCore>::adopt(raw);
-      if (!task.tryStart()) {  // cancelled while queued: settled, counted as runTask() counts it
-        addOwn<std::uint64_t>(worker.counters.cancelled, 1, std::memory_order_release);
-        return;
-      }
-      break;
-    }
-    if (raw->startedByJoin()) {
-      leftQueue(/*locked=*/false);
-      Ref<TaskCore>::adopt(raw);  // dropped: outside every lock
-      continue;
-    }
-    worker.local.pushBack(raw);
-    break;
-  }
-  if (!ref) {
-    if (!task.tryStartJoined()) return;  // started, stolen or settled meanwhile: the await goes on as before
-    task.addRef();                       // ours while it runs; its entry keeps the queue's
-    ref = Ref<TaskCore>::adopt(&task);
-  }
-  Counters& counters = worker.counters;
-  const std::uint64_t outerRunning = counters.running.load(std::memory_order_relaxed);
-  counters.running.store(runningWord(task.nameId()), std::memory_order_relaxed);
-  const bool tracked = task.hasToken();
+  engine_.join(*tlsWorker, task);  // takes the task off the queue, or starts it in place
+}
+
+void PoolImpl::cancelledInQueue(Worker& worker) noexcept {
+  addOwn<std::uint64_t>(worker.counters.cancelled, 1, std::memory_order_release);
+}
+
+inline void PoolImpl::runJoined(Worker& worker, Ref<TaskCore>& task) noexcept {
+  const bool tracked = task->hasToken();
   Ref<TaskCore> outerCurrent;
   if (tracked) {
     bool stopped = false;
     {
       std::lock_guard local(worker.localMutex);
-      outerCurrent = std::exchange(worker.current, ref);
+      outerCurrent = std::exchange(worker.current, task);
       // As in runTask(): shutdownNow() either sees this task as current, or
       // we see STOP here and start it with its token cancelled.
       stopped = stateMirror_.load(std::memory_order_seq_cst) == PoolState::stop;
     }
-    if (stopped) task.requestTokenCancellation();  // outside the lock: callbacks are user code
+    if (stopped) task->requestTokenCancellation();  // outside the lock: callbacks are user code
   }
-  runRecorded(worker, ref);
+  runRecorded(worker, task);
   if (tracked) {
     Ref<TaskCore> joined;
     {
       std::lock_guard local(worker.localMutex);
       joined = std::exchange(worker.current, std::move(outerCurrent));
     }
-  }                       // `joined` dropped here, outside the lock
-  ref = Ref<TaskCore>();  // a callable's captures and result go here, outside every lock
-  counters.running.store(outerRunning, std::memory_order_relaxed);
+  }  // `joined` dropped here, outside the lock
 }
 
 }  // namespace coexec::detail

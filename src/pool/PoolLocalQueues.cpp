@@ -23,6 +23,7 @@
 
 #include <vector>
 
+#include "engine/EngineImpl.h"
 #include "pool/PoolImpl.h"
 
 namespace coexec::detail {
@@ -44,32 +45,16 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   if (core->hasFuture()) core->markJoinable();  // an awaiter on this pool may run it (PoolJoin.cpp)
   stampAdmission(*core);
   addOwn<std::uint64_t>(worker->counters.tasks, 1, std::memory_order_relaxed);  // before anyone can run it
-  // The seq_cst push publishes the task (Parking.h: a parking worker reads
-  // every local queue's size).
-  //
   // shutdownNow() stores STOP and then drains the local queues. A push that
   // passed the check above just before it is either drained or, if it lands
   // after the drain, run by this worker (which pops its own queue before it
   // can exit), like a task a worker dequeued just before the drain.
-  std::size_t queued = 0;
   try {
-    queued = worker->local.push(core.get());  // throws only if its array cannot grow
+    engine_.pushLocal(*worker, core);  // publishes the task, then wakes as Parking.h asks
   } catch (...) {
     addOwn<std::uint64_t>(worker->counters.tasks, -1, std::memory_order_relaxed);
     room_.release();
     throw;
-  }
-  core.detach();  // the queue holds the reference now
-  if (engine_.parking.anySearching()) {
-    // Tell the searcher only when there is more than this worker will take
-    // next: a lone task (a chain, each task submitting the next) stays with
-    // its submitter, which runs it as soon as the current task returns. If
-    // the submitter blocks instead, the searcher steals it when its spin
-    // window ends, on its way to parking.
-    if (queued >= 2) engine_.parking.signalLocalWork();
-  } else if (engine_.parking.anyParked()) {
-    std::lock_guard lock(mutex_);
-    engine_.parking.wakeOneLocked();
   }
   return true;
 }

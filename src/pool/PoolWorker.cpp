@@ -259,6 +259,4 @@ void PoolImpl::waitParkedLocked(Worker& worker, std::unique_lock<std::mutex>& lo
   }
 }
 
-template class Engine<PoolImpl>;
-
 }  // namespace coexec::detail
