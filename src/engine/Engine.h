@@ -154,7 +154,8 @@ class Engine {
   /// From `here`'s own thread: queues `handle` behind the work waiting now
   /// (its slot, its local queue, the shared queues), or posts it when
   /// nothing waits. Returns what post() returns.
-  std::coroutine_handle<> postYield(PoolWorker& here, std::coroutine_handle<> handle) noexcept;
+  [[gnu::always_inline]] inline std::coroutine_handle<> postYield(PoolWorker& here,
+                                                                  std::coroutine_handle<> handle) noexcept;
   /// From `worker`'s own thread: pushes `task` on its local queue (the
   /// queue takes the reference), then tells a searching worker or wakes a
   /// parked one as Parking.h's protocol asks. \throws std::bad_alloc if
