@@ -56,29 +56,24 @@ struct TimerWork;
 template <class T, std::size_t N>
 class SmallList;
 
-/// The state of a ThreadPoolExecutor. The pool's mutex guards admission's
-/// slow path, the worker list, the lifecycle and the idle stack; the hot
-/// paths take no lock:
+/// The state of a ThreadPoolExecutor: the admission front, the lifecycle,
+/// timers, statistics and reports, over its engine (engine_: the workers,
+/// their queues, the continuations, parking; Engine.h states its order of
+/// service and wake-up rules), whose host it is: the engine asks it for
+/// each decision of the Java contract (Engine.h lists the calls). The
+/// pool's mutex guards admission's slow path, the lifecycle, and the
+/// engine's worker list, idle stack and locked queues; the hot paths take
+/// no lock:
 ///
 /// - Submissions from outside (bounded and unbounded queues, with at least
-///   corePoolSize threads) push to the shared ring (engine_.shared), lock-free, and
-///   workers pop it without the lock (its overflow, in order, under the lock).
-/// - Submissions from the pool's own threads (a task forking subtasks, a
-///   coroutine submitting the next step) push to the worker's Chase-Lev
-///   deque, which it serves newest first (depth first, like a call stack)
-///   and other workers steal from, oldest first. A task may block waiting
-///   for its subtask, so a subtask is never reachable by its submitter's
-///   thread alone: a push wakes a parked worker unless one is searching.
-/// - A coroutine hopping back onto the pool from one of its threads goes to
-///   the worker's next-continuation slot.
-/// - A worker that runs out of work searches for a moment before it parks
-///   (engine_.parking: Parking.h states the wake-up protocol); a submission wakes
-///   one parked worker only if none is searching.
-///
-/// The bound of bounded(n) covers the shared and the local queues together
-/// (places reserved in room_). Priority and synchronous queues keep every
-/// task in the locked path; a synchronous() queue hands a task straight to a
-/// parked worker.
+///   corePoolSize threads) push to the engine's shared ring, lock-free.
+/// - Submissions from the pool's own threads go to the submitting worker's
+///   local queue (tryPushLocal(): the pool's checks, then the engine's
+///   push and wake-up).
+/// - The bound of bounded(n) covers the shared and the local queues
+///   together (places reserved in room_, given back by leftQueue()).
+///   Priority and synchronous queues keep every task in the locked path; a
+///   synchronous() queue hands a task straight to a parked worker.
 ///
 /// Besides admitted tasks, workers run continuations: coroutines resuming on
 /// this pool after an await. Continuations bypass admission (never rejected,
