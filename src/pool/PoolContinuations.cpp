@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // Coroutines on the pool: a continuation resuming here after an await
 // (post), a coroutine yielding to the work already waiting (postYield), the
-// end of a coroutine task, which may come on any thread (coroutineFinished),
+// end of a coroutine task, which may come on any thread (coroutineEnded),
 // and a coroutine task creating its token on demand (coroutineTokenCreated).
 //
 // Invariants:
@@ -28,7 +28,7 @@
 // that none stays parked on a total it read before another worker's last
 // finish. A worker's own finish needs no announcement (it is alive: the
 // pool cannot terminate under it); after shutdown it takes mutex_ to see
-// whether the pool can now terminate (coroutineFinished()).
+// whether the pool can now terminate (coroutineEnded()).
 
 #include "coexec/ThreadPoolExecutor.h"
 
@@ -61,12 +61,12 @@ bool PoolImpl::startWorkerLocked(FactoryErrors& errors) {
   return addWorkerLocked(none, errors);
 }
 
-void PoolImpl::coroutineEnding(TaskCore& /*task*/, Outcome outcome) noexcept { count(outcome); }
-
-void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexcept {
+void PoolImpl::coroutineEnded(TaskCore& task, std::exception_ptr error) noexcept {
+  count(TaskCore::outcomeOf(error));  // before the settlement: whoever sees the Future settle sees the count
+  const RunResult result = task.settleCoroutine(std::move(error));
   // Built only for a hook or a report: a coroutine that succeeds on a pool
   // without hooks reads none of it.
-  if (hooks_.afterExecute || result.outcome == Outcome::failed) coroutineFinishedSlow(task, result);
+  if (hooks_.afterExecute || result.outcome == Outcome::failed) coroutineEndedSlow(task, result);
   if (task.runTiming.clock != nullptr) recordCoroutineRun(task);  // timed by runTimed(): recordLatency
   if (task.hasToken()) life_.inFlight.untrack(task);
   if (Worker* const worker = tlsWorker; worker != nullptr && tlsPool == this) {
@@ -89,7 +89,7 @@ void PoolImpl::coroutineFinished(TaskCore& task, const RunResult& result) noexce
   task.release();
 }
 
-void PoolImpl::coroutineFinishedSlow(TaskCore& task, const RunResult& result) noexcept {
+void PoolImpl::coroutineEndedSlow(TaskCore& task, const RunResult& result) noexcept {
   const TaskInfo info{name_, tlsWorkerName ? std::string_view(*tlsWorkerName) : std::string_view("(outside the pool)"),
                       task.hasFuture(), task.priority(), task.name()};
   if (hooks_.afterExecute) {
@@ -132,7 +132,8 @@ bool PoolImpl::runOutside(Ref<TaskCore>& task, Outside where) noexcept {
   return true;
 }
 
-void PoolImpl::OutsideWatch::coroutineFinished(TaskCore& task, const RunResult& result) noexcept {
+void PoolImpl::OutsideWatch::coroutineEnded(TaskCore& task, std::exception_ptr error) noexcept {
+  const RunResult result = task.settleCoroutine(std::move(error));
   if (result.outcome == Outcome::failed) {
     if (!task.hasFuture()) {
       pool_.reportUncaught(result.error, TaskInfo{pool_.name_, threadName_, false, task.priority(), task.name()});
@@ -176,7 +177,7 @@ void PoolImpl::leaveFlight(std::uint8_t shard) noexcept {
 }
 
 void PoolImpl::coroutineTokenCreated(TaskCore& task) {
-  life_.inFlight.track(task);  // untracked by coroutineFinished(): the task has a token now
+  life_.inFlight.track(task);  // untracked by coroutineEnded(): the task has a token now
   // As in runTask(): shutdownNow() stores STOP and then collects the tracked
   // tasks (InFlight.h). If it collected them before we added the task, its
   // store happened before our lock and we see STOP here; otherwise it

@@ -139,13 +139,11 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   /// work already waiting (resumeOn(pool) from the pool itself). Never
   /// rejected.
   void postYield(std::coroutine_handle<> handle) noexcept;
-  // CoroutineObserver: a coroutine task of this pool ended; counted here,
-  // before its Future settles.
-  void coroutineEnding(TaskCore& task, Outcome outcome) noexcept override;
-  // CoroutineObserver: a coroutine task of this pool finished (settled).
-  void coroutineFinished(TaskCore& task, const RunResult& result) noexcept override;
+  // CoroutineObserver: a coroutine task of this pool ended. Counted, then
+  // settled, then its hook and report, then out of flight.
+  void coroutineEnded(TaskCore& task, std::exception_ptr error) noexcept override;
   // Its afterExecute hook and failure report, when there is one of them.
-  void coroutineFinishedSlow(TaskCore& task, const RunResult& result) noexcept;
+  void coroutineEndedSlow(TaskCore& task, const RunResult& result) noexcept;
   // CoroutineObserver: a coroutine task of this pool created its token on
   // demand; tracked in life_.inFlight from now on.
   void coroutineTokenCreated(TaskCore& task) override;
@@ -220,7 +218,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   class OutsideWatch final : public CoroutineObserver {
    public:
     OutsideWatch(PoolImpl& pool, std::string_view threadName) noexcept : pool_(pool), threadName_(threadName) {}
-    void coroutineFinished(TaskCore& task, const RunResult& result) noexcept override;
+    void coroutineEnded(TaskCore& task, std::exception_ptr error) noexcept override;
     /// Nothing: a task run outside the pool is not the pool's to cancel.
     void coroutineTokenCreated(TaskCore& /*task*/) override {}
 

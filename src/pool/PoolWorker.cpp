@@ -105,8 +105,8 @@ void PoolImpl::runStarted(Worker& worker, Ref<TaskCore>& task) {
       poolState(*task).enterFlight(static_cast<std::uint8_t>(worker.number % InFlight::kShards));
       addOwn<std::uint64_t>(counters.coroutinesStarted, 1, std::memory_order_relaxed);
       if (tracked) life_.inFlight.track(*task);  // shutdownNow() cancels the tokens of coroutines in flight
-      // Hands over our reference. Counted by coroutineEnding() and let go
-      // by coroutineFinished(), maybe before this returns.
+      // Hands over our reference. Counted, settled and let go by
+      // coroutineEnded(), maybe before this returns.
       task.detach()->startCoroutine(this);
     }
   } else {

@@ -197,8 +197,7 @@ bool TaskCore::closeToJoins() noexcept {
   return (s & kJoined) == 0;
 }
 
-Outcome TaskCore::outcomeOf(const std::exception_ptr& error) noexcept {
-  if (!error) return Outcome::completed;
+Outcome TaskCore::outcomeOfError(const std::exception_ptr& error) noexcept {
   return isOperationCancelled(error) ? Outcome::cancelled : Outcome::failed;
 }
 

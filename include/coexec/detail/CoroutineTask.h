@@ -131,15 +131,15 @@ class CoroutineTaskBase : public ResultCore<R>, private TaskContext {
     // A frame destroyed while it awaited a Future (never resumed) leaves its
     // link behind: not needed any more.
     if (this->awaitLink() != nullptr) releaseAwaitLink(*this);
-    const bool fireAndForget = !this->hasFuture();
-    if (observer_) observer_->coroutineEnding(*this, TaskCore::outcomeOf(error));  // before the settlement
-    const RunResult result = this->finish(std::move(error));
     if (observer_) {
-      // Takes our reference: it may have to release the task before what it
-      // does last (a pool waiting for the task lets it go).
-      observer_->coroutineFinished(*this, result);
+      // Settles the task after what the settlement must publish (a pool's
+      // count), and takes our reference: it may have to release the task
+      // before what it does last (a pool waiting for the task lets it go).
+      observer_->coroutineEnded(*this, std::move(error));
       return;
     }
+    const bool fireAndForget = !this->hasFuture();
+    const RunResult result = this->finish(std::move(error));
     if (fireAndForget && result.outcome == Outcome::failed) reportUnobservedFailure(result.error);
     this->release();  // may destroy this (the result and the token; the body is gone)
   }

@@ -32,24 +32,20 @@ COEXEC_EXPORT bool isOperationCancelled(const std::exception_ptr& error) noexcep
 
 class TaskCore;
 
-/// Told when a coroutine task that an executor started finishes (possibly on
+/// Told when a coroutine task that an executor started ends (possibly on
 /// another thread, possibly inside the start call), and when it creates its
 /// token on demand.
 class CoroutineObserver {
  public:
-  /// The coroutine of `task` has finished and its result is published.
-  /// `task` comes with the reference it held for its coroutine (see
-  /// TaskCore::startCoroutine()), which the observer drops (task.release())
-  /// once it is done with the task: what must come after the task's state
-  /// is released (an executor that waits for the task lets go of it) comes after
-  /// that drop.
-  virtual void coroutineFinished(TaskCore& task, const RunResult& result) noexcept = 0;
-  /// The coroutine of `task` has ended with `outcome`, and its result is not
-  /// published yet: called on the thread that finished it, just before the
-  /// publication (coroutineFinished() follows it), so that whoever sees the
-  /// Future settle sees what this did (an executor counts the task here). Must not
-  /// throw.
-  virtual void coroutineEnding(TaskCore& /*task*/, Outcome /*outcome*/) noexcept {}
+  /// The coroutine of `task` has ended: `error` is what its body threw (null
+  /// on success); its result is not published yet. Called once, on the
+  /// thread that finished it. The observer publishes the result itself, once
+  /// (task.settleCoroutine(std::move(error))), after what whoever sees the
+  /// Future settle must see (an executor counts the task there), and then
+  /// drops the reference that `task` comes with (see startCoroutine()):
+  /// what must come after the task's state is released (an executor that
+  /// waits for the task lets go of it) comes after that drop. Never throws.
+  virtual void coroutineEnded(TaskCore& task, std::exception_ptr error) noexcept = 0;
   /// The running coroutine of `task` has just created the task's token
   /// (TaskCore::createToken()), on the coroutine's thread: an executor tracks the
   /// task from now on, as it tracks tasks whose callable takes a token, so
@@ -160,18 +156,25 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   RunResult settleRun(std::exception_ptr error, BeforeSettle beforeSettle = nullptr, void* arg = nullptr) noexcept;
   /// The outcome a body that threw `error` (null: returned) ended with:
   /// cancelled for an OperationCancelled, failed for anything else.
-  [[nodiscard]] static Outcome outcomeOf(const std::exception_ptr& error) noexcept;
+  [[nodiscard]] static Outcome outcomeOf(const std::exception_ptr& error) noexcept {
+    return !error ? Outcome::completed : outcomeOfError(error);
+  }
   /// True for a task whose body is a coroutine (it may finish after the call
   /// that starts it returns).
   [[nodiscard]] virtual bool isCoroutine() const noexcept { return false; }
   /// Starts a coroutine task; precondition: tryStart() returned true, and the
   /// caller hands over one reference it holds (call it through
   /// Ref::detach()): the task keeps it until the coroutine has finished. The
-  /// task publishes its result when the coroutine finishes and then tells
-  /// `observer` (if any), handing it that reference; without an observer it
-  /// drops it itself. Returns when the coroutine first suspends or
+  /// coroutine's end goes to `observer` (if any) with that reference: the
+  /// observer publishes the result (settleCoroutine()) and drops it; without
+  /// an observer the task does both itself. Returns when the coroutine first suspends or
   /// finishes. Never throws.
   virtual void startCoroutine(CoroutineObserver* /*observer*/) noexcept {}
+  /// Publishes the end of a started coroutine task: `error` is what its body
+  /// threw (null on success). Called once, by the task's CoroutineObserver
+  /// (coroutineEnded()). Returns the outcome for the executor's counters.
+  /// Never throws.
+  RunResult settleCoroutine(std::exception_ptr error) noexcept { return finish(std::move(error)); }
   /// running -> done with `error` without running the callable (a throwing
   /// beforeExecute hook).
   void failRunning(std::exception_ptr error) noexcept;
@@ -337,6 +340,8 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   // What cancelOne() did: nothing (done), settled a queued task, or marked a
   // running one cancelled (runningAgain: it was already).
   enum class CancelOutcome : std::uint8_t { done, settled, running, runningAgain };
+  /// outcomeOf() for a non-null `error`.
+  [[nodiscard]] static Outcome outcomeOfError(const std::exception_ptr& error) noexcept;
   /// requestCancel() and cancelFromLink(): cancelOne(), then the token and
   /// the children of a running task (cancelRunning()).
   bool cancel(bool waitWhileSettling) noexcept;

@@ -276,8 +276,13 @@ class AsioSpawnObserver final : public CoroutineObserver {
  public:
   explicit AsioSpawnObserver(const Executor& executor)
       : work_(asio::prefer(executor, asio::execution::outstanding_work.tracked)) {}
-  void coroutineFinished(TaskCore& task, const RunResult& /*result*/) noexcept override {
-    task.release();  // the task's reference, handed over with the call
+  void coroutineEnded(TaskCore& task, std::exception_ptr error) noexcept override {
+    (void)task.settleCoroutine(std::move(error));  // the failure is the Future's
+    drop(task);
+  }
+  /// Drops the task's reference, handed over with the call, and this.
+  void drop(TaskCore& task) noexcept {
+    task.release();
     delete this;
   }
   void coroutineTokenCreated(TaskCore& /*task*/) override {}
@@ -300,7 +305,7 @@ class AsioSpawnStart {
     // and the dropped task settles with BrokenPromise.
     auto* observer = new AsioSpawnObserver<Executor>(executor_);
     if (!core_->tryStart()) {                                     // cancelled before it started: settled already
-      observer->coroutineFinished(*core_.detach(), RunResult{});  // drops our reference and deletes it
+      observer->drop(*core_.detach());  // drops our reference and deletes it
       return;
     }
     // Hands our reference over; returns at the first suspension. The
