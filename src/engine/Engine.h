@@ -163,7 +163,7 @@ class Engine {
   [[gnu::always_inline]] inline void pushLocal(PoolWorker& worker, Ref<TaskCore>& task);
   /// From `worker`'s own thread, whose coroutine is about to await `task`
   /// (a task of its local queues, joinable): runs it here and now unless
-  /// another thread started it (PoolJoin.cpp states the rules). Never
+  /// another thread started it (PoolTaskRun.cpp states the rules). Never
   /// throws.
   void join(PoolWorker& worker, TaskCore& task) noexcept;
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // Admission: the Java routing of a new task (core thread -> queue -> extra
 // thread -> rejection policy), the lock-free fast paths into the shared
-// ring, thread creation (and its retry when the factory fails with work
+// ring and a worker's local queue, thread creation (and its retry when the factory fails with work
 // waiting and no thread), and the pool's side of the rejection policies
 // (evictOldest for discardOldest, offerWithin for block) and purge().
 //
@@ -10,7 +10,11 @@
 //   parked worker, or starts a worker, and only then is counted in
 //   taskCount; otherwise it goes to the policy (rejectedCount).
 // - bounded(n): a task holds one of n places (Room.h) from before it enters
-//   the shared queue (SharedQueue.h) or a local queue until it leaves it.
+//   the shared queue (SharedQueue.h) or a local queue until it leaves it
+//   (leftQueue(): the place back, then the waiting producers served).
+// - A local push (tryPushLocal(), from the pool's own threads) is admitted
+//   work: counted in taskCount, holding a place of bounded(n), before any
+//   thread can take it; the engine publishes it and wakes (Engine.h).
 // - After a change of state, shutdown()/shutdownNow() wait out admitting_:
 //   every lock-free push then either landed or saw the new state.
 // - Work never waits with no thread and nothing due to start one: a failed
@@ -145,6 +149,55 @@ bool PoolImpl::tryInject(PendingTask& task) {
     reportFactoryErrors(errors);
   }
   return true;
+}
+
+bool PoolImpl::tryPushLocal(PendingTask& task) {
+  Worker* worker = tlsWorker;
+  if (!engine_.localQueues || worker == nullptr || tlsPool != this) return false;
+  // Below corePoolSize, admission starts a new thread for the task (step 1):
+  // the task must not wait behind its submitter.
+  if (sizes_.belowCore(engine_.sizeMirror.load(std::memory_order_relaxed))) return false;
+  // The capacity of bounded(n) covers the local queues too.
+  if (!room_.reserve()) return false;
+  if (stateMirror_.load(std::memory_order_seq_cst) != PoolState::running) {
+    room_.release();
+    return false;
+  }
+  Ref<TaskCore>& core = PendingTaskAccess::core(task);
+  core->owner = this;
+  if (core->hasFuture()) core->markJoinable();  // an awaiter on this pool may run it (PoolTaskRun.cpp)
+  stampAdmission(*core);
+  addOwn<std::uint64_t>(worker->counters.tasks, 1, std::memory_order_relaxed);  // before anyone can run it
+  // shutdownNow() stores STOP and then drains the local queues. A push that
+  // passed the check above just before it is either drained or, if it lands
+  // after the drain, run by this worker (which pops its own queue before it
+  // can exit), like a task a worker dequeued just before the drain.
+  try {
+    engine_.pushLocal(*worker, core);  // publishes the task, then wakes as Parking.h asks
+  } catch (...) {
+    addOwn<std::uint64_t>(worker->counters.tasks, -1, std::memory_order_relaxed);
+    room_.release();
+    throw;
+  }
+  return true;
+}
+
+void PoolImpl::leftQueue(bool locked) noexcept {
+  // The place back, then the waiters read: either a waiting producer sees
+  // the place, or we see it (Room.h).
+  room_.release();
+  const bool blocked = room_.anyBlocked();
+  const bool waiting = room_.anyWaiting();
+  if (!blocked && !waiting) return;
+  if (locked) {
+    room_.appearedLocked();
+    return;
+  }
+  if (blocked) {
+    std::lock_guard lock(mutex_);  // a producer between its check and its wait holds the lock
+    room_.available.notify_all();
+  }
+  if (waiting) serveRoomWaiters();
 }
 
 void PoolImpl::waitAdmissionsLocked() const noexcept {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
 // Coroutines on the pool: a continuation resuming here after an await
 // (post), a coroutine yielding to the work already waiting (postYield), the
-// end of a coroutine task, which may come on any thread (coroutineEnded),
+// pool's hold on a coroutine in flight (retain(), release(), leaveFlight();
+// a coroutine task's end, which may come on any thread, is PoolTaskRun.cpp's
+// coroutineEnded()), a coroutine task run outside the workers (runOutside())
 // and a coroutine task creating its token on demand (coroutineTokenCreated).
 //
 // Invariants:
@@ -59,53 +61,6 @@ void PoolImpl::postYield(std::coroutine_handle<> handle) noexcept {
 bool PoolImpl::startWorkerLocked(FactoryErrors& errors) {
   PendingTask none;
   return addWorkerLocked(none, errors);
-}
-
-void PoolImpl::coroutineEnded(TaskCore& task, std::exception_ptr error) noexcept {
-  count(TaskCore::outcomeOf(error));  // before the settlement: whoever sees the Future settle sees the count
-  const RunResult result = task.settleCoroutine(std::move(error));
-  // Built only for a hook or a report: a coroutine that succeeds on a pool
-  // without hooks reads none of it.
-  if (hooks_.afterExecute || result.outcome == Outcome::failed) coroutineEndedSlow(task, result);
-  if (task.runTiming.clock != nullptr) recordCoroutineRun(task);  // timed by runTimed(): recordLatency
-  if (task.hasToken()) life_.inFlight.untrack(task);
-  if (Worker* const worker = tlsWorker; worker != nullptr && tlsPool == this) {
-    // On one of our workers: its own count, a plain store (InFlight.h). The
-    // pool cannot terminate under a live worker; after shutdown, see whether
-    // it can now.
-    addOwn<std::uint64_t>(worker->counters.coroutinesFinished, 1, std::memory_order_relaxed);
-    if (stateMirror_.load(std::memory_order_acquire) != PoolState::running) {
-      std::unique_lock lock(mutex_);
-      if (inFlightLocked() == 0) {
-        engine_.parking.wakeAllLocked();
-        tryTerminateLocked(lock);
-      }
-    }
-  } else {
-    leaveFlight(poolState(task).shard());
-  }
-  // The reference the task handed over: dropped last (the task's state is
-  // not the pool's, which may be gone by now).
-  task.release();
-}
-
-void PoolImpl::coroutineEndedSlow(TaskCore& task, const RunResult& result) noexcept {
-  const TaskInfo info{name_, tlsWorkerName ? std::string_view(*tlsWorkerName) : std::string_view("(outside the pool)"),
-                      task.hasFuture(), task.priority(), task.name()};
-  if (hooks_.afterExecute) {
-    try {
-      hooks_.afterExecute(info, result.error);
-    } catch (...) {
-      printDropped("the afterExecute hook", name_, info.threadName, std::current_exception());
-    }
-  }
-  if (result.outcome == Outcome::failed) {
-    if (!task.hasFuture()) {
-      reportUncaught(result.error, info);
-    } else {
-      sink_->armIfUnread(task, info.threadName);  // before leaveFlight(): the pool is alive
-    }
-  }
 }
 
 bool PoolImpl::runOutside(Ref<TaskCore>& task, Outside where) noexcept {

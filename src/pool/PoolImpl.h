@@ -108,6 +108,9 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   const char* saturationReasonLocked(bool factoryFailed) const;
 
   void runWorker(Worker* worker, Ref<TaskCore> first);
+  // The engine's loop on `worker` (PoolTaskRun.cpp, where the calls it makes
+  // on a task are inlined); returns when the worker exits.
+  void runLoop(Worker& worker, Ref<TaskCore> first);
   /// The lock-free admission of `task` from outside the pool (step 2 for
   /// bounded and unbounded queues with at least corePoolSize threads). False,
   /// task untouched, if it needs the locked path: below core, the queue full
@@ -167,15 +170,15 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   /// refuses the task then). Takes mutex_ for a caller (not held by it); a
   /// temporary thread keeps the pool from terminating already. Never throws.
   bool runOutside(Ref<TaskCore>& task, Outside where) noexcept;
-  // Joiner: the runtime's joinInline() on one of our workers (PoolJoin.cpp).
+  // Joiner: the runtime's joinInline() on one of our workers (PoolTaskRun.cpp).
   void join(TaskCore& task) noexcept override;
   /// The engine's join (Engine::join()) found `task` cancelled while
   /// queued: counted as the loop counts it.
   void cancelledInQueue(Worker& worker) noexcept;
   /// Runs `task`, which the engine's join has started on `worker`'s thread
   /// (the calling thread), nested inside the await: its hooks and counting,
-  /// shutdownNow()'s record of it (PoolJoin.cpp). Never throws.
-  /// Inlined into the engine's join (its one caller, in PoolJoin.cpp).
+  /// shutdownNow()'s record of it (PoolTaskRun.cpp). Never throws.
+  /// Inlined into the engine's join (its one caller, in PoolTaskRun.cpp).
   [[gnu::always_inline]] inline void runJoined(Worker& worker, Ref<TaskCore>& task) noexcept;
   /// A task settled as cancelled when it was submitted (its token, or the
   /// task submitting it, was cancelled already): counted in taskCount and
@@ -451,7 +454,7 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
 
  public:
   // Requires: mutex_ held. Drains every worker's local queue, oldest first.
-  // Entries of tasks a join started (PoolJoin.cpp) go to `joined`, for the
+  // Entries of tasks a join started (PoolTaskRun.cpp) go to `joined`, for the
   // caller to drop once it has released the lock.
   void drainLocalsLocked(std::vector<PendingTask>& into, std::vector<Ref<TaskCore>>& joined);
   // Requires: mutex_ held. Takes the oldest queued task (discardOldest's

@@ -1,23 +1,19 @@
 // SPDX-License-Identifier: BSL-1.0
-// A worker's local queue as the pool uses it: submissions from the pool's
-// own threads (tryPushLocal), and the drains that take local work out for
-// shutdownNow() and discardOldest(), with the places of bounded(n) given
-// back (the engine pops and steals: Engine.h). The worker's own operations on its
-// queue, its next-continuation slot and its yields are PoolWorker's
-// (src/engine/PoolWorker.h), and the order a thief takes other workers'
-// work in is WorkerList's (src/engine/WorkerList.h); each states its rules.
+// A worker's local queue as the pool's drains use it: they take local work
+// out for shutdownNow() and discardOldest(), with the places of bounded(n)
+// given back (the pool's own threads push through admission:
+// PoolAdmission.cpp's tryPushLocal(); the engine pops and steals: Engine.h).
+// The worker's own operations on its queue, its next-continuation slot and
+// its yields are PoolWorker's (src/engine/PoolWorker.h), and the order a
+// thief takes other workers' work in is WorkerList's
+// (src/engine/WorkerList.h); each states its rules.
 //
 // Invariants (see src/engine/Engine.h for the worker loop that serves them):
-// - A local push is admitted work: counted in taskCount, holding a place of
-//   bounded(n), before any thread can take it.
-// - A push publishes its task (seq_cst) and then looks for searchers and
-//   parked workers; a parking worker announces itself and then looks at
-//   every local queue: one of the two sees the other (no lost wake-up).
-// - Thieves take the oldest task of a victim's queue, under mutex_, and
-//   give its place back; a queue entry of a task a join started is dropped,
-//   never returned or evicted (PoolJoin.cpp).
-// Locks: mutex_ for stealing and the drains; a worker's localMutex for its
-// yields (lock order: mutex_, then localMutex).
+// - A drain takes the oldest task of each queue, under mutex_, and gives its
+//   place back; a queue entry of a task a join started is dropped, never
+//   returned or evicted (PoolTaskRun.cpp), and a task a drain returns is
+//   closed to joins first.
+// Locks: mutex_.
 
 #include "coexec/ThreadPoolExecutor.h"
 
@@ -27,37 +23,6 @@
 #include "pool/PoolImpl.h"
 
 namespace coexec::detail {
-
-bool PoolImpl::tryPushLocal(PendingTask& task) {
-  Worker* worker = tlsWorker;
-  if (!engine_.localQueues || worker == nullptr || tlsPool != this) return false;
-  // Below corePoolSize, admission starts a new thread for the task (step 1):
-  // the task must not wait behind its submitter.
-  if (sizes_.belowCore(engine_.sizeMirror.load(std::memory_order_relaxed))) return false;
-  // The capacity of bounded(n) covers the local queues too.
-  if (!room_.reserve()) return false;
-  if (stateMirror_.load(std::memory_order_seq_cst) != PoolState::running) {
-    room_.release();
-    return false;
-  }
-  Ref<TaskCore>& core = PendingTaskAccess::core(task);
-  core->owner = this;
-  if (core->hasFuture()) core->markJoinable();  // an awaiter on this pool may run it (PoolJoin.cpp)
-  stampAdmission(*core);
-  addOwn<std::uint64_t>(worker->counters.tasks, 1, std::memory_order_relaxed);  // before anyone can run it
-  // shutdownNow() stores STOP and then drains the local queues. A push that
-  // passed the check above just before it is either drained or, if it lands
-  // after the drain, run by this worker (which pops its own queue before it
-  // can exit), like a task a worker dequeued just before the drain.
-  try {
-    engine_.pushLocal(*worker, core);  // publishes the task, then wakes as Parking.h asks
-  } catch (...) {
-    addOwn<std::uint64_t>(worker->counters.tasks, -1, std::memory_order_relaxed);
-    room_.release();
-    throw;
-  }
-  return true;
-}
 
 bool PoolImpl::stealFrom(Worker& victim, Ref<TaskCore>& out) noexcept {
   TaskCore* raw = nullptr;

@@ -1,19 +1,20 @@
 // SPDX-License-Identifier: BSL-1.0
-// The pool as the engine's host: a worker thread's start and end, and the
-// decisions the engine's loop (src/engine/Engine.h, which states the order
-// of service and the no-lost-wake-up and no-lost-work invariants) asks the
-// pool for: running a dequeued task (its hooks, its start under
-// shutdownNow(), its count before its Future settles), a task leaving a
-// queue (a place of bounded(n) given back, its waiting producers served),
-// when an idle worker exits (STOP, SHUTDOWN, maximumPoolSize, keepAliveTime)
-// and how it waits (the pool's clock).
+// The pool as the engine's host, the thread's side: a worker thread's start
+// and end, and the decisions the engine's loop (src/engine/Engine.h, which
+// states the order of service and the no-lost-wake-up and no-lost-work
+// invariants) asks the pool for between tasks: when an idle worker exits
+// (STOP, SHUTDOWN, maximumPoolSize, keepAliveTime) and how it waits (the
+// pool's clock). What the loop asks the pool to do with a task is
+// PoolTaskRun.cpp's; a task leaving a queue gives its place back through
+// admission (PoolAdmission.cpp).
 //
 // Invariants:
-// - A task's outcome is counted before its Future settles, on the thread
-//   that runs it (its worker's own counters) or in the outside ones.
-// - A task started on a worker either is seen by shutdownNow() as the
-//   worker's `current`, or sees STOP and starts with its token cancelled.
-// Locks: mutex_, then a worker's localMutex for its `current`.
+// - A worker exits only by exitRuleLocked() or idleExpiredLocked(), under
+//   mutex_, with its own in-flight counts brought to the lock; one that
+//   exits after shutdown wakes the idle ones.
+// - keepAliveTime runs on the pool's clock: a ManualClock's wait ends only
+//   by advance() (an alarm on the pool's timers) or new work.
+// Locks: mutex_.
 
 #include "coexec/ThreadPoolExecutor.h"
 
@@ -41,135 +42,13 @@ void PoolImpl::runWorker(Worker* worker, Ref<TaskCore> first) {
     t.join();  // reap threads of workers that exited earlier
   toJoin.clear();
 
-  engine_.run(*worker, std::move(first));
+  runLoop(*worker, std::move(first));         // the engine's loop (PoolTaskRun.cpp)
   if (room_.signalled()) serveRoomWaiters();  // this thread's exit made room
   exchangeCurrentScheduler(nullptr);
   leavePoolThread();
   tlsWorkerName = nullptr;
   tlsWorker = nullptr;
   tlsPool = nullptr;
-}
-
-inline void PoolImpl::runTask(Worker& worker, Ref<TaskCore>& task) {
-  // Only a task with a token can observe shutdownNow(): track just those.
-  const bool tracked = task->hasToken();
-  if (tracked) {
-    bool stopped = false;
-    {
-      std::lock_guard local(worker.localMutex);
-      worker.current = task;
-      // shutdownNow() stores STOP and then reads every worker's current under
-      // its localMutex: it either sees this task, or we see STOP here. A task
-      // handed over or popped just before shutdownNow() (and so neither
-      // drained nor seen running) starts with its token cancelled.
-      stopped = stateMirror_.load(std::memory_order_seq_cst) == PoolState::stop;
-    }
-    if (stopped) task->requestTokenCancellation();  // outside the lock: callbacks are user code
-  }
-  if (!task->tryStart()) {
-    // Cancelled while queued (or, since the engine's look, started by a
-    // join: its entry counts nowhere).
-    if (!task->startedByJoin()) addOwn<std::uint64_t>(worker.counters.cancelled, 1, std::memory_order_release);
-  } else {
-    runRecorded(worker, task);
-  }
-  if (tracked) {
-    std::lock_guard local(worker.localMutex);
-    worker.current = Ref<TaskCore>();
-  }
-}
-
-void PoolImpl::runStarted(Worker& worker, Ref<TaskCore>& task) {
-  Counters& counters = worker.counters;
-  if (task->isCoroutine()) {
-    const bool tracked = task->hasToken();
-    bool started = true;
-    if (hooks_.beforeExecute) {
-      const TaskInfo info{name_, worker.name, task->hasFuture(), task->priority(), task->name()};
-      try {
-        hooks_.beforeExecute(info);
-      } catch (...) {
-        const std::exception_ptr error = std::current_exception();
-        addOwn<std::uint64_t>(counters.failed, 1, std::memory_order_release);  // before the settlement
-        task->failRunning(error);
-        if (!task->hasFuture()) {
-          reportUncaught(error, info);
-        } else {
-          sink_->armIfUnread(*task, worker.name);
-        }
-        started = false;
-      }
-    }
-    if (started) {
-      // In flight from now on, in this worker's own count (see PoolImpl.h).
-      poolState(*task).enterFlight(static_cast<std::uint8_t>(worker.number % InFlight::kShards));
-      addOwn<std::uint64_t>(counters.coroutinesStarted, 1, std::memory_order_relaxed);
-      if (tracked) life_.inFlight.track(*task);  // shutdownNow() cancels the tokens of coroutines in flight
-      // Hands over our reference. Counted, settled and let go by
-      // coroutineEnded(), maybe before this returns.
-      task.detach()->startCoroutine(this);
-    }
-  } else {
-    runCallable(worker, *task);
-  }
-}
-
-void PoolImpl::runCallable(Worker& worker, TaskCore& task) {
-  // Built only for a hook or a report: a task that succeeds on a pool
-  // without hooks reads none of it.
-  const auto info = [&] { return TaskInfo{name_, worker.name, task.hasFuture(), task.priority(), task.name()}; };
-  const bool counted = poolState(task).countsInStats();  // false: a periodic run
-  if (hooks_.beforeExecute) {
-    try {
-      hooks_.beforeExecute(info());
-    } catch (...) {
-      const std::exception_ptr error = std::current_exception();
-      if (counted) count(Outcome::failed);  // before the settlement
-      task.failRunning(error);
-      if (!task.hasFuture()) {
-        reportUncaught(error, info());
-      } else if (counted) {
-        sink_->armIfUnread(task, worker.name);
-      }
-      if (!counted) periodicRunNotStarted(static_cast<PeriodicRun&>(task).state(), error);
-      return;
-    }
-  }
-  // Counted before the settlement (a periodic run counts with its schedule
-  // instead).
-  const RunResult result = runAsCurrent(task, counted ? &PoolImpl::countBeforeSettle : nullptr, this);
-  if (hooks_.afterExecute) {
-    try {
-      hooks_.afterExecute(info(), result.error);
-    } catch (...) {
-      printDropped("the afterExecute hook", name_, worker.name, std::current_exception());
-    }
-  }
-  // A periodic run reports its own error, before its schedule ends. A
-  // submitted task's failure is the Future's: reported only if nobody reads
-  // it (armed here, reported when the task's last reference goes).
-  if (result.outcome == Outcome::failed && counted) {
-    if (!task.hasFuture()) {
-      reportUncaught(result.error, info());
-    } else {
-      sink_->armIfUnread(task, worker.name);
-    }
-  }
-}
-
-void PoolImpl::count(Outcome outcome) noexcept {
-  // release: a stats() reader that sees the outcome sees the task's admission
-  // (which happened before the task was handed to this thread).
-  const bool own = tlsPool == this && tlsWorker != nullptr;
-  Counters& counters = own ? tlsWorker->counters : tallies_.outside();
-  std::atomic<std::uint64_t>& counter = outcome == Outcome::completed ? counters.completed
-                                        : outcome == Outcome::failed  ? counters.failed
-                                                                      : counters.cancelled;
-  if (own) {
-    addOwn<std::uint64_t>(counter, 1, std::memory_order_release);
-  } else {
-    counter.fetch_add(1, std::memory_order_release);  // the outside counters have many writers
-  }
 }
 
 std::size_t PoolImpl::inFlightLocked() const noexcept {
@@ -184,24 +63,6 @@ std::size_t PoolImpl::inFlightLocked() const noexcept {
 
 bool PoolImpl::quiescentLocked() const noexcept {
   return engine_.continuations.empty() && inFlightLocked() == 0 && !engine_.anyLocalWorkLocked();
-}
-
-void PoolImpl::leftQueue(bool locked) noexcept {
-  // The place back, then the waiters read: either a waiting producer sees
-  // the place, or we see it (Room.h).
-  room_.release();
-  const bool blocked = room_.anyBlocked();
-  const bool waiting = room_.anyWaiting();
-  if (!blocked && !waiting) return;
-  if (locked) {
-    room_.appearedLocked();
-    return;
-  }
-  if (blocked) {
-    std::lock_guard lock(mutex_);  // a producer between its check and its wait holds the lock
-    room_.available.notify_all();
-  }
-  if (waiting) serveRoomWaiters();
 }
 
 WorkerExit PoolImpl::exitRuleLocked(std::size_t sharedQueued) const noexcept {

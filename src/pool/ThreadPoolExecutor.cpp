@@ -2,16 +2,18 @@
 // The public face of ThreadPoolExecutor: construction and validation of the
 // options, the default thread factory, the configuration getters and
 // stats(). The behaviour lives in the files beside it:
-//   PoolAdmission.cpp      admission (the Java routing), the rejection
-//                          policies' hooks into the pool, purge()
-//   PoolLocalQueues.cpp    a worker's local queue: pushes, steals, drains
-//   PoolWorker.cpp         the engine's host: a worker thread's start and
-//                          end, running a dequeued task, counting its
-//                          outcome, when an idle worker exits and how it
-//                          waits (the loop is src/engine/Engine.h's)
-//   PoolJoin.cpp           running a task where it is awaited
+//   PoolAdmission.cpp      admission (the Java routing, the local push), a
+//                          place given back, the rejection policies' hooks
+//                          into the pool, purge()
+//   PoolTaskRun.cpp        a task's run: what the engine's loop and its
+//                          join ask the pool to do with a task, counting its
+//                          outcome, the end of a coroutine task
+//   PoolWorker.cpp         a worker thread's start and end, when an idle
+//                          worker exits and how it waits (the loop is
+//                          src/engine/Engine.h's)
+//   PoolLocalQueues.cpp    draining the local queues
 //   PoolContinuations.cpp  coroutines resuming on the pool: post, yields,
-//                          and the end of a coroutine task
+//                          the in-flight hold, runs outside the workers
 //   PoolLifecycle.cpp      RUNNING -> SHUTDOWN/STOP -> TERMINATED, resizing
 //   PoolTermination.cpp    whenTerminated() awaiters
 //   PoolTimers.cpp         schedule*() and the timers' hold on the pool

@@ -71,7 +71,7 @@ struct COEXEC_EXPORT FaultInjection {
 
   /// Arms the join pause point: `hook(arg)` runs on a pool thread whose
   /// coroutine is about to run a queued task where it awaits it (a join,
-  /// src/pool/PoolJoin.cpp), before the join takes the task, until disarmed
+  /// src/pool/PoolTaskRun.cpp), before the join takes the task, until disarmed
   /// with a null `hook`; a race test cancels the task there. Arm and disarm
   /// while no join runs. Never blocks. No-op unless available().
   static void setBeforeJoin(void (*hook)(void*), void* arg) noexcept;
