@@ -88,8 +88,9 @@ void leavePoolThread() noexcept {
 void joinInline(TaskCore& task) noexcept {
   // Only the executor that admitted the task runs it here: a task of
   // another pool waits for that pool's threads. (The caller has checked
-  // task.joinable().)
-  if (Joiner* const joiner = tlsJoiner; joiner != nullptr && task.owner == tlsPoolIdentity) {
+  // task.joinable().) Nesting is bounded by the thread's stack, as inline
+  // resumption is: deep enough, the coroutine suspends instead.
+  if (Joiner* const joiner = tlsJoiner; joiner != nullptr && task.owner == tlsPoolIdentity && !stackIsLow()) {
     joiner->join(task);
   }
 }

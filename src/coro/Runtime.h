@@ -26,8 +26,9 @@ class Joiner {
   /// Runs `task` on the calling thread, inside the awaiter's co_await, if
   /// nothing has started it yet; otherwise does nothing. `task` is joinable
   /// and was admitted by this thread's executor (its owner is the thread's
-  /// currentPoolIdentity()); the awaiter holds a reference to it. Called
-  /// only on a thread marked with this joiner. Never throws.
+  /// currentPoolIdentity()); the awaiter holds a reference to it; the
+  /// thread has stack to spare (stackIsLow() is false). Called only on a
+  /// thread marked with this joiner. Never throws.
   virtual void join(TaskCore& task) noexcept = 0;
 
  protected:

@@ -45,8 +45,8 @@
 // - Only a worker of the pool that admitted the task joins it, and only a
 //   task admitted to a local queue (TaskCore::joinable()): a scheduled task
 //   waits for its deadline, a task of another pool for that pool's threads.
-//   The runtime's joinInline() checks both and calls join() (Joiner) on the
-//   worker's thread.
+//   The runtime's joinInline() checks both, and the stack, and calls join()
+//   (Joiner) on the worker's thread.
 // Locks: mutex_ (only after shutdown, to see whether the pool can
 // terminate), then a worker's localMutex for its `current`.
 
@@ -187,8 +187,7 @@ void PoolImpl::count(Outcome outcome) noexcept {
 
 void PoolImpl::join(TaskCore& task) noexcept {
   // The runtime's joinInline() calls this on one of our workers only, for a
-  // joinable task of ours.
-  if (stackIsLow()) return;  // deep enough: the coroutine suspends instead
+  // joinable task of ours, with stack to spare.
 #if defined(COEXEC_FAULT_INJECTION)
   FaultInjection::onBeforeJoin();  // race tests: a cancel between the await and the join
 #endif
