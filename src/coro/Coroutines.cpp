@@ -66,11 +66,12 @@ void resumeFor(Scheduler* scheduler, std::coroutine_handle<> handle) noexcept {
   }
 }
 
-RunResult runAsCurrent(TaskCore& task, TaskCore::BeforeSettle beforeSettle, void* arg) noexcept {
+RunResult runAsCurrent(TaskCore& task, TaskCore::BeforeSettle beforeSettle, void* arg,
+                       TaskCore::Deferred* deferred) noexcept {
   TaskCore* const previous = std::exchange(tlsCurrentTask, &task);
   std::exception_ptr error = task.runBody();
   tlsCurrentTask = previous;
-  return task.settleRun(std::move(error), beforeSettle, arg);
+  return task.settleRun(std::move(error), beforeSettle, arg, deferred);
 }
 
 void enterPoolThread(const void* identity, const std::string& name, Joiner& joiner) noexcept {

@@ -15,9 +15,11 @@ namespace coexec::detail {
 /// Runs the callable task `task` on the calling thread: its body as the
 /// thread's current task (and only its body: the hooks and the settlement
 /// that follow are not its code, and work submitted there is not its child),
-/// then settles it (TaskCore::settleRun with `beforeSettle`). Precondition:
-/// tryStart() returned true and isCoroutine() is false. Never throws.
-RunResult runAsCurrent(TaskCore& task, TaskCore::BeforeSettle beforeSettle = nullptr, void* arg = nullptr) noexcept;
+/// then settles it (TaskCore::settleRun with `beforeSettle`, and `deferred`
+/// for the continuation). Precondition: tryStart() returned true and
+/// isCoroutine() is false. Never throws.
+RunResult runAsCurrent(TaskCore& task, TaskCore::BeforeSettle beforeSettle = nullptr, void* arg = nullptr,
+                       TaskCore::Deferred* deferred = nullptr) noexcept;
 
 /// The executor of a thread that can run, where it is awaited, a task it
 /// admitted and has not started yet (fork/join: joinInline()).

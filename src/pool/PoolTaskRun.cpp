@@ -24,6 +24,12 @@
 // - A coroutine task is in flight from its start (runStarted()) until
 //   coroutineEnded() has settled it, run its hook and given the pool back
 //   its count; the task's reference is dropped last.
+// - The code a settlement resumes inline (the awaiter's continuation) runs
+//   after the pool's accounting of the task: its counters, its afterExecute
+//   hook and failure report, and, on a worker, a coroutine task's in-flight
+//   count (off a worker that count holds the pool for the awaiter's code and
+//   is given back after it). Only the engine's activeCount and the worker's
+//   record of the task come after it.
 // - A task runs once. The join starts it with tryStartJoined() (a CAS from
 //   queued) and leaves its queue entry where it is; whoever takes that entry
 //   later (the owner, a thief, a drain) finds it started by a join and drops
@@ -149,8 +155,10 @@ void PoolImpl::runCallable(Worker& worker, TaskCore& task) {
     }
   }
   // Counted before the settlement (a periodic run counts with its schedule
-  // instead).
-  const RunResult result = runAsCurrent(task, counted ? &PoolImpl::countBeforeSettle : nullptr, this);
+  // instead). The awaiter's continuation runs after the hook and the report:
+  // code resumed inline by the settlement finds the task accounted for.
+  TaskCore::Deferred resumeAwaiter;
+  const RunResult result = runAsCurrent(task, counted ? &PoolImpl::countBeforeSettle : nullptr, this, &resumeAwaiter);
   if (hooks_.afterExecute) {
     try {
       hooks_.afterExecute(info(), result.error);
@@ -168,6 +176,7 @@ void PoolImpl::runCallable(Worker& worker, TaskCore& task) {
       sink_->armIfUnread(task, worker.name);
     }
   }
+  resumeAwaiter();  // the engine's caller still holds the task
 }
 
 void PoolImpl::count(Outcome outcome) noexcept {
@@ -224,7 +233,12 @@ inline void PoolImpl::runJoined(Worker& worker, Ref<TaskCore>& task) noexcept {
 
 void PoolImpl::coroutineEnded(TaskCore& task, std::exception_ptr error) noexcept {
   count(TaskCore::outcomeOf(error));  // before the settlement: whoever sees the Future settle sees the count
-  const RunResult result = task.settleCoroutine(std::move(error));
+  // The awaiter's continuation runs after the pool's accounting of the task
+  // (hook, report, in-flight count on a worker): code it resumes inline
+  // finds the task accounted for, and none of that waits for the awaiter's
+  // code.
+  TaskCore::Deferred resumeAwaiter;
+  const RunResult result = task.settleCoroutine(std::move(error), &resumeAwaiter);
   // Built only for a hook or a report: a coroutine that succeeds on a pool
   // without hooks reads none of it.
   if (hooks_.afterExecute || result.outcome == Outcome::failed) coroutineEndedSlow(task, result);
@@ -242,11 +256,18 @@ void PoolImpl::coroutineEnded(TaskCore& task, std::exception_ptr error) noexcept
         tryTerminateLocked(lock);
       }
     }
+    // The pool cannot terminate under this worker: the awaiter's code may
+    // touch it.
+    resumeAwaiter();
   } else {
+    // Elsewhere the task's in-flight count is what holds the pool for the
+    // awaiter's code, which may touch it: given back after.
+    resumeAwaiter();
     leaveFlight(poolState(task).shard());
   }
   // The reference the task handed over: dropped last (the task's state is
-  // not the pool's, which may be gone by now).
+  // not the pool's, which may be gone by now). The continuation above ran
+  // while the task was held, as inside a settlement.
   task.release();
 }
 

@@ -212,12 +212,13 @@ std::exception_ptr TaskCore::runBody() noexcept {
   return error;
 }
 
-RunResult TaskCore::settleRun(std::exception_ptr error, BeforeSettle beforeSettle, void* arg) noexcept {
+RunResult TaskCore::settleRun(std::exception_ptr error, BeforeSettle beforeSettle, void* arg,
+                              Deferred* deferred) noexcept {
   if (beforeSettle != nullptr) beforeSettle(arg, outcomeOf(error));
-  return finish(std::move(error));
+  return finish(std::move(error), deferred);
 }
 
-RunResult TaskCore::finish(std::exception_ptr error) noexcept {
+RunResult TaskCore::finish(std::exception_ptr error, Deferred* deferred) noexcept {
   RunResult result;
   result.outcome = outcomeOf(error);
   result.error = std::move(error);
@@ -256,7 +257,7 @@ RunResult TaskCore::finish(std::exception_ptr error) noexcept {
       dropChildren(children);
     }
   }
-  publish(s);
+  publish(s, deferred);
   // The children are dealt with above: only a token link may be left.
   if (tokenLink_.load(std::memory_order_relaxed) != nullptr) releaseLinksSlow(false);
   return result;
@@ -342,7 +343,7 @@ TaskCore::CancelOutcome TaskCore::cancelOne(bool waitWhileSettling) noexcept {
 
 void TaskCore::requestTokenCancellation() noexcept { cancelRunning(/*cancelTokenToo=*/true); }
 
-void TaskCore::publish(std::uint32_t previous) noexcept {
+void TaskCore::publish(std::uint32_t previous, Deferred* deferred) noexcept {
   if ((previous & (kContinuation | kWaiters)) == 0) return;
   // A waiter or the continuation may release its reference as soon as it
   // sees `done`; the settling thread holds one of its own (every settling
@@ -353,7 +354,12 @@ void TaskCore::publish(std::uint32_t previous) noexcept {
     { std::lock_guard lock(stripe.mutex); }  // a waiter between its check and its wait holds the mutex
     stripe.done.notify_all();                // wakes the other tasks' waiters on this stripe too: they recheck
   }
-  if ((previous & kContinuation) != 0) continuation_(continuationArg_);
+  if ((previous & kContinuation) == 0) return;
+  if (deferred != nullptr) {
+    *deferred = Deferred{continuation_, continuationArg_};
+  } else {
+    continuation_(continuationArg_);
+  }
 }
 
 bool TaskCore::blockUntilDone(const Clock::time_point* deadline) {

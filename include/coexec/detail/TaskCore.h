@@ -110,6 +110,18 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   using Clock = std::chrono::steady_clock;
   /// Called once, outside any lock, on the thread that completes the task.
   using Continuation = void (*)(void* arg) noexcept;
+  /// The continuation a settlement handed back to its caller instead of
+  /// calling it (settleRun(), settleCoroutine()): the caller runs it once
+  /// (operator()), on the same thread, after its own accounting of the task
+  /// and while it still holds its reference to the task. Empty (a no-op) if
+  /// nothing awaited the task.
+  struct Deferred {
+    Continuation fn = nullptr;
+    void* arg = nullptr;
+    void operator()() const noexcept {
+      if (fn != nullptr) fn(arg);
+    }
+  };
 
   TaskCore(bool hasFuture, bool wantsToken, int priority);
 
@@ -151,9 +163,11 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   [[nodiscard]] std::exception_ptr runBody() noexcept;
   /// Ends a run that runBody() began: calls `beforeSettle(arg, outcome)` (if
   /// given), then publishes the result (or `error`): whoever sees the Future
-  /// settle sees what beforeSettle did (an executor's counters). Returns the
-  /// outcome. Never throws.
-  RunResult settleRun(std::exception_ptr error, BeforeSettle beforeSettle = nullptr, void* arg = nullptr) noexcept;
+  /// settle sees what beforeSettle did (an executor's counters). The
+  /// continuation, if one is registered, goes to `*deferred` for the caller to
+  /// run (if given), else runs here. Returns the outcome. Never throws.
+  RunResult settleRun(std::exception_ptr error, BeforeSettle beforeSettle = nullptr, void* arg = nullptr,
+                      Deferred* deferred = nullptr) noexcept;
   /// The outcome a body that threw `error` (null: returned) ended with:
   /// cancelled for an OperationCancelled, failed for anything else.
   [[nodiscard]] static Outcome outcomeOf(const std::exception_ptr& error) noexcept {
@@ -172,9 +186,12 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   virtual void startCoroutine(CoroutineObserver* /*observer*/) noexcept {}
   /// Publishes the end of a started coroutine task: `error` is what its body
   /// threw (null on success). Called once, by the task's CoroutineObserver
-  /// (coroutineEnded()). Returns the outcome for the executor's counters.
-  /// Never throws.
-  RunResult settleCoroutine(std::exception_ptr error) noexcept { return finish(std::move(error)); }
+  /// (coroutineEnded()). The continuation, if one is registered, goes to
+  /// `*deferred` for the caller to run (if given), else runs here. Returns
+  /// the outcome for the executor's counters. Never throws.
+  RunResult settleCoroutine(std::exception_ptr error, Deferred* deferred = nullptr) noexcept {
+    return finish(std::move(error), deferred);
+  }
   /// running -> done with `error` without running the callable (a throwing
   /// beforeExecute hook).
   void failRunning(std::exception_ptr error) noexcept;
@@ -330,8 +347,9 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// \throws std::bad_alloc.
   bool createToken();
   /// Publishes the end of a started task: `error` is what its body threw (null
-  /// on success). Returns the outcome for the executor's counters.
-  RunResult finish(std::exception_ptr error) noexcept;
+  /// on success); the continuation as publish() says. Returns the outcome for
+  /// the executor's counters.
+  RunResult finish(std::exception_ptr error, Deferred* deferred = nullptr) noexcept;
   /// Releases the links a task still holds when it is destroyed without
   /// having settled (a task that was never admitted).
   ~TaskCore() override;
@@ -406,9 +424,10 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// Moves queued -> settling; false if the task is past `queued`. On true the
   /// caller owns error_ and must call publish().
   bool claimQueued(std::uint32_t extraFlags) noexcept;
-  /// running or settling -> done, with error_ already written; calls the
-  /// continuation and wakes blocked waiters.
-  void publish(std::uint32_t previous) noexcept;
+  /// running or settling -> done, with error_ already written; wakes blocked
+  /// waiters and calls the continuation, or hands it to `*deferred` (if
+  /// given) for the caller to call.
+  void publish(std::uint32_t previous, Deferred* deferred = nullptr) noexcept;
   /// Blocks until done or `deadline` (none if null).
   bool blockUntilDone(const Clock::time_point* deadline);
 
