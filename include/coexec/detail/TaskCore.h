@@ -181,8 +181,8 @@ class COEXEC_EXPORT TaskCore : public RefCounted, public Recycled {
   /// Ref::detach()): the task keeps it until the coroutine has finished. The
   /// coroutine's end goes to `observer` (if any) with that reference: the
   /// observer publishes the result (settleCoroutine()) and drops it; without
-  /// an observer the task does both itself. Returns when the coroutine first suspends or
-  /// finishes. Never throws.
+  /// an observer the task does both itself. Returns when the coroutine first
+  /// suspends or finishes. Never throws.
   virtual void startCoroutine(CoroutineObserver* /*observer*/) noexcept {}
   /// Publishes the end of a started coroutine task: `error` is what its body
   /// threw (null on success). Called once, by the task's CoroutineObserver
