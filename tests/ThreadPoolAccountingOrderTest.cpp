@@ -11,6 +11,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <deque>
 #include <latch>
 #include <thread>
 
@@ -50,55 +52,46 @@ ThreadPoolOptions countingAfterExecute(std::size_t threads, std::atomic<int>& af
   return options;
 }
 
+/// A task that returns 1 once `gate` opens. Submitted from outside the pool:
+/// not joinable, so a coroutine awaiting it suspends instead of running it.
+Future<int> submitGated(ThreadPoolExecutor& pool, std::latch& gate) {
+  return pool.submit([&gate] {
+    gate.wait();
+    return 1;
+  });
+}
+
+/// A coroutine task that awaits `awaited` and returns how many afterExecute
+/// calls it sees once resumed (-1 if `awaited` did not give `expected`).
+Future<int> submitAwaiter(ThreadPoolExecutor& pool, Future<int>& awaited, int expected, std::atomic<int>& afterCalls) {
+  return pool.submit([&awaited, expected, &afterCalls]() -> Task<int> {
+    const int value = co_await awaited;
+    co_return value == expected ? afterCalls.load(std::memory_order_relaxed) : -1;
+  });
+}
+
 }  // namespace
 
-TEST_CASE("a coroutine resumed inline by a callable task's settlement runs after that task's afterExecute",
+TEST_CASE("a coroutine resumed inline by a pool task's settlement runs after that task's afterExecute",
           "[hooks][coroutine]") {
+  // A chain: a gate task (a callable), then `depth` coroutine tasks, each
+  // awaiting the one before. Once the gate opens, the whole chain runs on
+  // the gate's thread: each settlement resumes the next awaiter inline, and
+  // awaiter k must see the hooks of the k tasks before it. Depth 1: a
+  // callable's settlement; from 2 on, coroutine tasks' too.
+  const int depth = GENERATE(1, 2, 3);
+  CAPTURE(depth);
   std::atomic<int> afterCalls{0};
   ThreadPoolExecutor pool(countingAfterExecute(2, afterCalls));
   std::latch gate(1);
-  // Submitted from outside the pool: not joinable, so the awaiting coroutine
-  // suspends instead of running it.
-  Future<int> child = pool.submit([&gate] {
-    gate.wait();
-    return 1;
-  });
-  Future<int> parent = pool.submit([&child, &afterCalls]() -> Task<int> {
-    const int one = co_await child;
-    // Resumed inline on the thread that settled the child: its hook has run.
-    co_return one == 1 ? afterCalls.load(std::memory_order_relaxed) : -1;
-  });
-  awaitRegistration(child);
+  std::deque<Future<int>> chain;  // stable references: each awaiter holds the one before
+  chain.push_back(submitGated(pool, gate));
+  for (int k = 1; k <= depth; ++k)
+    chain.push_back(submitAwaiter(pool, chain.back(), k == 1 ? 1 : k - 1, afterCalls));
+  for (std::size_t i = 0; i + 1 < chain.size(); ++i)
+    awaitRegistration(chain[i]);
   gate.count_down();
-  CHECK(parent.get() == 1);
+  CHECK(chain.back().get() == depth);
   pool.close();
-  CHECK(afterCalls.load() == 2);
-}
-
-TEST_CASE("a coroutine resumed inline by a coroutine task's settlement runs after that task's afterExecute",
-          "[hooks][coroutine]") {
-  std::atomic<int> afterCalls{0};
-  ThreadPoolExecutor pool(countingAfterExecute(3, afterCalls));
-  std::latch gate(1);
-  // The chain, once the gate opens, on the gate's thread: the gate task
-  // settles and resumes the child inline, the child ends and resumes the
-  // parent inline. Each resumption comes after the settled task's hook.
-  Future<int> gateTask = pool.submit([&gate] {
-    gate.wait();
-    return 1;
-  });
-  Future<int> child = pool.submit([&gateTask, &afterCalls]() -> Task<int> {
-    const int one = co_await gateTask;
-    co_return one == 1 ? afterCalls.load(std::memory_order_relaxed) : -1;  // the gate task's hook: 1
-  });
-  Future<int> parent = pool.submit([&child, &afterCalls]() -> Task<int> {
-    const int seenByChild = co_await child;
-    co_return seenByChild == 1 ? afterCalls.load(std::memory_order_relaxed) : -1;  // and the child's: 2
-  });
-  awaitRegistration(gateTask);
-  awaitRegistration(child);
-  gate.count_down();
-  CHECK(parent.get() == 2);
-  pool.close();
-  CHECK(afterCalls.load() == 3);
+  CHECK(afterCalls.load() == depth + 1);
 }
