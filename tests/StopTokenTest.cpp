@@ -37,6 +37,7 @@
 #include "TestSupport.h"
 #include "coexec/Errors.h"
 #include "coexec/Future.h"
+#include "coexec/InvokeAll.h"
 #include "coexec/SerialExecutor.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"

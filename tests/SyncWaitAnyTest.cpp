@@ -24,6 +24,7 @@
 #include "TestSupport.h"
 #include "coexec/AsCompleted.h"
 #include "coexec/Errors.h"
+#include "coexec/InvokeAll.h"
 #include "coexec/Sleep.h"
 #include "coexec/TaskGroup.h"
 #include "coexec/ThisThread.h"

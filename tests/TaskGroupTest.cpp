@@ -23,6 +23,7 @@
 #include "CombinatorTestSupport.h"
 #include "coexec/Errors.h"
 #include "coexec/Future.h"
+#include "coexec/InvokeAll.h"
 #include "coexec/PendingTask.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"

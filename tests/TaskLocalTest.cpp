@@ -20,6 +20,7 @@
 #include "CoroutineTestSupport.h"
 #include "DeathTestSupport.h"
 #include "TestSupport.h"
+#include "coexec/InvokeAll.h"
 #include "coexec/KeyedExecutor.h"
 #include "coexec/ResumeOn.h"
 #include "coexec/Sleep.h"

@@ -28,6 +28,7 @@
 #include "TestSupport.h"
 #include "coexec/AsCompleted.h"
 #include "coexec/Errors.h"
+#include "coexec/InvokeAll.h"
 #include "coexec/Sleep.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"

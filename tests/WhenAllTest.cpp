@@ -23,6 +23,7 @@
 #include "coexec/CurrentToken.h"
 #include "coexec/Errors.h"
 #include "coexec/Future.h"
+#include "coexec/InvokeAll.h"
 #include "coexec/Sleep.h"
 #include "coexec/SyncWait.h"
 #include "coexec/Task.h"

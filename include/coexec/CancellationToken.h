@@ -2,11 +2,10 @@
 #pragma once
 
 #include <cstddef>
-#include <functional>
-#include <stop_token>
 #include <utility>
 
 #include "coexec/Export.h"
+#include "coexec/detail/StandardLibrary.h"
 
 namespace coexec {
 

@@ -2,11 +2,10 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
-#include <mutex>
 #include <vector>
 
 #include "coexec/Export.h"
+#include "coexec/detail/StandardLibrary.h"
 
 namespace coexec {
 

@@ -2,13 +2,13 @@
 #pragma once
 
 #include <exception>
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "coexec/Export.h"
 #include "coexec/PoolStats.h"
+#include "coexec/detail/Ref.h"
 
 namespace coexec {
 
@@ -54,6 +54,15 @@ class COEXEC_EXPORT TimeoutError : public Error {
   using Error::Error;
 };
 
+namespace detail {
+/// AllFailed's errors, shared by its copies (copying an exception must not
+/// throw). Immutable once built.
+struct ErrorList final : RefCounted {
+  explicit ErrorList(std::vector<std::exception_ptr> list) noexcept : errors(std::move(list)) {}
+  const std::vector<std::exception_ptr> errors;
+};
+}  // namespace detail
+
 /// Every task of an `invokeAny()` failed. `errors()` holds each task's
 /// exception, in the order of the input range; `what()` names how many
 /// failed and the first error's message.
@@ -67,10 +76,10 @@ class COEXEC_EXPORT AllFailed : public Error {
   /// Each task's exception, in input order. Never empty when invokeAny()
   /// throws it; one built by user code holds what it was given (an empty
   /// vector gives an empty list, and `what()` then says 0 tasks).
-  [[nodiscard]] const std::vector<std::exception_ptr>& errors() const noexcept { return *errors_; }
+  [[nodiscard]] const std::vector<std::exception_ptr>& errors() const noexcept { return errors_->errors; }
 
  private:
-  std::shared_ptr<const std::vector<std::exception_ptr>> errors_;  // shared: copying an exception must not throw
+  detail::Ref<detail::ErrorList> errors_;
 };
 
 /// The task behind a Future will never run: it was destroyed unrun (a

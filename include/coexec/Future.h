@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-#include <chrono>
 #include <coroutine>
 #include <cstdint>
 #include <stdexcept>
@@ -15,6 +14,7 @@
 #include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/RunSegments.h"
 #include "coexec/detail/Scheduler.h"
+#include "coexec/detail/StandardLibrary.h"
 #include "coexec/detail/Time.h"
 
 /// 1 on compilers that destroy the members of an aggregate temporary (a

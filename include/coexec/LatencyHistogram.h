@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "coexec/Export.h"
+#include "coexec/detail/StandardLibrary.h"
 
 namespace coexec {
 

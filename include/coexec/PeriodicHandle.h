@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <utility>
@@ -10,6 +9,7 @@
 #include "coexec/Export.h"
 #include "coexec/Future.h"
 #include "coexec/detail/Ref.h"
+#include "coexec/detail/StandardLibrary.h"
 
 namespace coexec {
 

@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-#include <chrono>
 #include <concepts>
 #include <cstddef>
-#include <functional>
-#include <memory>
 #include <string_view>
 #include <type_traits>
 
 #include "coexec/Export.h"
+#include "coexec/detail/Ref.h"
+#include "coexec/detail/StandardLibrary.h"
 
 namespace coexec {
 
@@ -168,8 +167,10 @@ class COEXEC_EXPORT RejectionPolicy {
   std::chrono::nanoseconds timeout_;     // block(): the wait; abortWithReport(): the report interval
   std::size_t maxTemporaryThreads_ = 0;  // newThreadRuns()
   // abortWithReport(): the sink and the rate limit, shared by the copies of
-  // the policy (a pool keeps a copy of its options' policy).
-  std::shared_ptr<detail::RejectionReporter> reporter_;
+  // the policy (a pool keeps a copy of its options' policy). A
+  // detail::RejectionReporter, held by its base so that copying a policy
+  // needs no definition of it.
+  detail::Ref<detail::RefCounted> reporter_;
 };
 
 }  // namespace coexec

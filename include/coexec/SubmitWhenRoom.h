@@ -7,7 +7,6 @@
 // "Backpressure").
 
 #include <atomic>
-#include <chrono>
 #include <coroutine>
 #include <cstdint>
 #include <exception>
@@ -21,6 +20,7 @@
 #include "coexec/PendingTask.h"
 #include "coexec/detail/Diagnostics.h"
 #include "coexec/detail/ResumePoint.h"
+#include "coexec/detail/StandardLibrary.h"
 #include "coexec/detail/TaskPromise.h"
 #include "coexec/detail/RunSegments.h"
 

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -10,6 +9,7 @@
 
 #include "coexec/Export.h"
 #include "coexec/PoolStats.h"
+#include "coexec/detail/StandardLibrary.h"
 
 namespace coexec {
 

@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-#include <chrono>
 #include <cstddef>
-#include <functional>
-#include <memory>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -26,7 +23,9 @@
 #include "coexec/ThreadPoolOptions.h"
 #include "coexec/WorkQueue.h"
 #include "coexec/detail/CoroutineTask.h"
+#include "coexec/detail/Ref.h"
 #include "coexec/detail/ResultCore.h"
+#include "coexec/detail/StandardLibrary.h"
 #include "coexec/detail/TerminationAwaiter.h"
 #include "coexec/detail/Time.h"
 
@@ -494,7 +493,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   static void nameTask(PendingTask& task, std::string_view name);
 
   template <class F>
-  static std::unique_ptr<detail::PeriodicBody> makePeriodicBody(F&& f, const char* operation);
+  static detail::Ref<detail::PeriodicBody> makePeriodicBody(F&& f, const char* operation);
   template <class Rep, class Period>
   static Clock::duration positiveInterval(std::chrono::duration<Rep, Period> d, const char* operation,
                                           const char* what);
@@ -502,7 +501,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// Arms the timer of a task from schedule() (`now`: the clock's time the
   /// deadline was computed from); returns its deadline.
   Clock::time_point scheduleTask(PendingTask& task, Clock::time_point deadline, Clock::time_point now);
-  PeriodicHandle schedulePeriodic(std::unique_ptr<detail::PeriodicBody> body, Clock::time_point first,
+  PeriodicHandle schedulePeriodic(detail::Ref<detail::PeriodicBody> body, Clock::time_point first,
                                   Clock::time_point now, Clock::duration interval, bool fixedRate,
                                   PeriodicOptions options);
 
@@ -548,7 +547,7 @@ class COEXEC_EXPORT ThreadPoolExecutor {
   /// The identity of this pool (as TaskCore::owner records it).
   [[nodiscard]] const void* identity() const noexcept;
 
-  std::unique_ptr<detail::PoolImpl> impl_;
+  detail::PoolImpl* const impl_;  // owned: made by the constructor, deleted by the destructor
 };
 
 }  // namespace coexec

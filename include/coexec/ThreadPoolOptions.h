@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <exception>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "coexec/Clock.h"
 #include "coexec/RejectionPolicy.h"
 #include "coexec/WorkQueue.h"
+#include "coexec/detail/StandardLibrary.h"
 
 namespace coexec {
 

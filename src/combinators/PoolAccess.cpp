@@ -19,7 +19,7 @@ namespace coexec {
 detail::TimerService& ThreadPoolExecutor::timerService() noexcept { return impl_->timers_; }
 
 void ThreadPoolExecutor::reportUncaught(const std::exception_ptr& error, bool unobserved) noexcept {
-  const std::string_view thread = detail::tlsPool == impl_.get() && detail::tlsWorkerName != nullptr
+  const std::string_view thread = detail::tlsPool == impl_ && detail::tlsWorkerName != nullptr
                                       ? std::string_view(*detail::tlsWorkerName)
                                       : std::string_view("(outside the pool)");
   TaskInfo info{impl_->name_, thread, false, 0};
@@ -38,6 +38,6 @@ void ThreadPoolExecutor::throwIfShutdown(const char* operation, std::size_t task
       fmt::format("{}: the pool is shut down and accepts no new tasks (none was started)", operation), p.statsLocked());
 }
 
-const void* ThreadPoolExecutor::identity() const noexcept { return impl_.get(); }
+const void* ThreadPoolExecutor::identity() const noexcept { return impl_; }
 
 }  // namespace coexec

@@ -50,6 +50,6 @@ BrokenPromise::BrokenPromise()
 
 AllFailed::AllFailed(std::vector<std::exception_ptr> errors)
     : Error(allFailedMessage(errors)),
-      errors_(std::make_shared<const std::vector<std::exception_ptr>>(std::move(errors))) {}
+      errors_(detail::Ref<detail::ErrorList>::adopt(new detail::ErrorList(std::move(errors)))) {}
 
 }  // namespace coexec

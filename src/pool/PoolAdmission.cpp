@@ -364,7 +364,7 @@ bool ThreadPoolExecutor::linkToCaller(PendingTask& task, const CancellationToken
   // Cancelled before admission: settled at once (if the token's callback has
   // not done it already), never run, counted as a task that was cancelled so
   // that the ledger adds up (PoolStats), and not as a rejection.
-  core.owner = impl_.get();
+  core.owner = impl_;
   core.requestCancel();
   impl_->countCancelledAtSubmission();
   task = PendingTask();  // settled: dropping it does nothing more
@@ -397,7 +397,7 @@ RejectedExecution ThreadPoolExecutor::rejection(const PendingTask& task) const {
   // pool's state now (a policy called directly, or on another pool's task).
   const detail::RejectNote note = detail::tlsRejectNote;
   const detail::TaskCore* const core = detail::PendingTaskAccess::core(task).get();
-  const bool ours = core != nullptr && core->owner == impl_.get() && note.task == core && note.reason != nullptr;
+  const bool ours = core != nullptr && core->owner == impl_ && note.task == core && note.reason != nullptr;
   const char* reason = ours           ? note.reason
                        : isShutdown() ? "the pool is shut down and accepts no new tasks"
                                       : "the rejection policy refused the task";

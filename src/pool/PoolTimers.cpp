@@ -111,9 +111,8 @@ class PeriodicState::Completion final : public ResultCore<void> {
   void invoke() override {}
 };
 
-PeriodicState::PeriodicState(std::unique_ptr<PeriodicBody> body, Clock& clock, Clock::time_point first,
-                             Clock::duration interval, bool fixedRate, PeriodicOptions options,
-                             const void* poolIdentity)
+PeriodicState::PeriodicState(Ref<PeriodicBody> body, Clock& clock, Clock::time_point first, Clock::duration interval,
+                             bool fixedRate, PeriodicOptions options, const void* poolIdentity)
     : options(options),
       fixedRate(fixedRate),
       interval(interval),
@@ -507,9 +506,8 @@ Clock::time_point ThreadPoolExecutor::scheduleTask(PendingTask& task, Clock::tim
   return deadline;
 }
 
-PeriodicHandle ThreadPoolExecutor::schedulePeriodic(std::unique_ptr<detail::PeriodicBody> body,
-                                                    Clock::time_point first, Clock::time_point now,
-                                                    Clock::duration interval, bool fixedRate,
+PeriodicHandle ThreadPoolExecutor::schedulePeriodic(detail::Ref<detail::PeriodicBody> body, Clock::time_point first,
+                                                    Clock::time_point now, Clock::duration interval, bool fixedRate,
                                                     PeriodicOptions options) {
   detail::PoolImpl& p = *impl_;
   auto state = detail::Ref<detail::PeriodicState>::adopt(

@@ -44,8 +44,8 @@ class OneShotTimer final : public QueuedCancelListener, public ScheduledItem, pu
 /// A periodic schedule: its body, its rules and its end.
 class PeriodicState final : public PeriodicControl, public ScheduledItem {
  public:
-  PeriodicState(std::unique_ptr<PeriodicBody> body, Clock& clock, Clock::time_point first, Clock::duration interval,
-                bool fixedRate, PeriodicOptions options, const void* poolIdentity);
+  PeriodicState(Ref<PeriodicBody> body, Clock& clock, Clock::time_point first, Clock::duration interval, bool fixedRate,
+                PeriodicOptions options, const void* poolIdentity);
 
   void retainItem() noexcept override { addRef(); }
   void releaseItem() noexcept override { release(); }
@@ -93,7 +93,7 @@ class PeriodicState final : public PeriodicControl, public ScheduledItem {
 
  private:
   class Completion;
-  std::unique_ptr<PeriodicBody> body_;
+  Ref<PeriodicBody> body_;
   Clock& clock_;
   CancellationSource source_;
   Ref<ResultCore<void>> completion_;

@@ -32,7 +32,7 @@ RejectionPolicy RejectionPolicy::abortWithReport(ReportSink sink, std::chrono::n
         fmt::format("coexec::RejectionPolicy::abortWithReport: interval must be non-negative, got {}", interval));
   }
   RejectionPolicy policy(Kind::abortWithReport, {}, interval);
-  policy.reporter_ = std::make_shared<detail::RejectionReporter>(std::move(sink), interval);
+  policy.reporter_ = detail::Ref<detail::RefCounted>::adopt(new detail::RejectionReporter(std::move(sink), interval));
   return policy;
 }
 
@@ -129,7 +129,7 @@ void RejectionPolicy::operator()(PendingTask& task, ThreadPoolExecutor& pool) co
       return;
     case Kind::abortWithReport: {
       RejectedExecution error = reject();
-      reporter_->rejected(pool, error);  // no lock of the pool is held here
+      static_cast<detail::RejectionReporter&>(*reporter_).rejected(pool, error);  // no lock of the pool is held here
       throw error;
     }
     case Kind::newThreadRuns: {

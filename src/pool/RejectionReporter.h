@@ -13,10 +13,11 @@
 #include "coexec/Clock.h"
 #include "coexec/Errors.h"
 #include "coexec/RejectionPolicy.h"
+#include "coexec/detail/Ref.h"
 
 namespace coexec::detail {
 
-class RejectionReporter {
+class RejectionReporter final : public RefCounted {
  public:
   RejectionReporter(RejectionPolicy::ReportSink sink, std::chrono::nanoseconds interval)
       : sink_(std::move(sink)), interval_(interval) {}

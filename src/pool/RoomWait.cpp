@@ -200,7 +200,7 @@ void RoomWaiter::finish(bool fromCallback) noexcept {
 void RoomWaiter::dropTask() noexcept {
   if (!task_.valid()) return;
   TaskCore& core = *PendingTaskAccess::core(task_);
-  core.owner = pool_->impl_.get();
+  core.owner = pool_->impl_;
   core.requestCancel();  // releases its links; its Future (ours, dropped) reports OperationCancelled
   task_ = PendingTask();
 }

@@ -173,7 +173,7 @@ void PoolImpl::reportUncaught(const std::exception_ptr& error, const TaskInfo& i
 }  // namespace detail
 
 ThreadPoolExecutor::ThreadPoolExecutor(ThreadPoolOptions options)
-    : impl_(std::make_unique<detail::PoolImpl>(*this, detail::validated(std::move(options)))) {}
+    : impl_(new detail::PoolImpl(*this, detail::validated(std::move(options)))) {}
 
 ThreadPoolExecutor::ThreadPoolExecutor(std::size_t corePoolSize, std::size_t maximumPoolSize,
                                        std::chrono::nanoseconds keepAliveTime, WorkQueue workQueue,
@@ -195,6 +195,7 @@ ThreadPoolExecutor::~ThreadPoolExecutor() {
     fmt::print(stderr, "coexec: fatal: ~ThreadPoolExecutor of pool '{}': {}\n", impl_->name_, e.what());
     std::abort();
   }
+  delete impl_;
 }
 
 void ThreadPoolExecutor::throwEmptyCallable(const char* operation) {

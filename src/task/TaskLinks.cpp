@@ -18,9 +18,11 @@
 
 #include "coexec/detail/TaskCore.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <cstdint>
+#include <thread>
 
 #include "coexec/CancellationToken.h"
 #include "coexec/detail/NoInlineResumption.h"

@@ -7,10 +7,10 @@
 // publication and the cancellation links are TaskCore's (TaskCore.h).
 
 #include <exception>
-#include <functional>
 #include <optional>
 #include <type_traits>
 
+#include "coexec/detail/StandardLibrary.h"
 #include "coexec/detail/TaskCore.h"
 #include "coexec/detail/TokenArgument.h"
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-#include <chrono>
 #include <coroutine>
 
 #include "coexec/Export.h"
 #include "coexec/detail/NoInlineResumption.h"
+#include "coexec/detail/StandardLibrary.h"
 
 namespace coexec::detail {
 

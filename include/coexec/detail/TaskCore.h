@@ -2,7 +2,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <new>
@@ -15,6 +14,7 @@
 #include "coexec/Export.h"
 #include "coexec/detail/FrameAllocator.h"
 #include "coexec/detail/Ref.h"
+#include "coexec/detail/StandardLibrary.h"
 #include "coexec/detail/TaskNames.h"
 
 namespace coexec::detail {

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-#include <chrono>
 #include <coroutine>
 #include <cstdint>
 
@@ -10,6 +9,7 @@
 #include "coexec/detail/ResumePoint.h"
 #include "coexec/detail/Scheduler.h"
 #include "coexec/detail/RunSegments.h"
+#include "coexec/detail/StandardLibrary.h"
 
 namespace coexec::detail {
 

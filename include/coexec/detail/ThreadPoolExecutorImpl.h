@@ -7,23 +7,21 @@
 // periodic body. Each is `inline`, as if defined in the class: GCC weighs the
 // keyword when it decides what to inline.
 
-#include <chrono>
-#include <functional>
-#include <memory>
 #include <type_traits>
 #include <utility>
 
 #include "coexec/detail/OwningCallableFuture.h"
 #include "coexec/detail/ResultCore.h"
+#include "coexec/detail/StandardLibrary.h"
 
 namespace coexec {
 
 namespace detail {
 
 /// The body of a periodic schedule: the user's callable, run once per period.
-class PeriodicBody {
+/// Its schedule holds the only reference.
+class PeriodicBody : public RefCounted {
  public:
-  virtual ~PeriodicBody() = default;
   virtual void run(const CancellationToken& token) = 0;
 };
 
@@ -33,9 +31,9 @@ class PeriodicBodyOf final : public PeriodicBody {
   explicit PeriodicBodyOf(F&& fn) : fn_(std::move(fn)) {}
   void run(const CancellationToken& token) override {
     if constexpr (kTakesToken<F>) {
-      (void)std::invoke(fn_, tokenArgument<F>(token));
+      (void)fn_(tokenArgument<F>(token));
     } else {
-      (void)std::invoke(fn_);
+      (void)fn_();
     }
   }
 
@@ -221,7 +219,7 @@ inline PendingTask ThreadPoolExecutor::makeTask(F&& f, int priority, const char*
 }
 
 template <class F>
-inline std::unique_ptr<detail::PeriodicBody> ThreadPoolExecutor::makePeriodicBody(F&& f, const char* operation) {
+inline detail::Ref<detail::PeriodicBody> ThreadPoolExecutor::makePeriodicBody(F&& f, const char* operation) {
   using Fn = std::decay_t<F>;
   static_assert(std::is_invocable_v<Fn&> || detail::kTakesToken<Fn>,
                 "coexec: a periodic task must be callable as f(), f(CancellationToken) or f(std::stop_token)");
@@ -231,7 +229,7 @@ inline std::unique_ptr<detail::PeriodicBody> ThreadPoolExecutor::makePeriodicBod
   if constexpr (detail::kMayBeEmpty<Fn>) {
     if (!f) throwEmptyCallable(operation);
   }
-  return std::make_unique<detail::PeriodicBodyOf<Fn>>(Fn(std::forward<F>(f)));
+  return detail::Ref<detail::PeriodicBody>::adopt(new detail::PeriodicBodyOf<Fn>(Fn(std::forward<F>(f))));
 }
 
 template <class Rep, class Period>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #pragma once
 
-#include <chrono>
+#include "coexec/detail/StandardLibrary.h"
 
 namespace coexec::detail {
 

@@ -4,10 +4,10 @@
 // What a task's callable is given: nothing, its CancellationToken, or a
 // std::stop_token that follows it (CancellationToken::stopToken()).
 
-#include <stop_token>
 #include <type_traits>
 
 #include "coexec/CancellationToken.h"
+#include "coexec/detail/StandardLibrary.h"
 
 namespace coexec::detail {
 
@@ -15,11 +15,24 @@ namespace coexec::detail {
 template <class F>
 inline constexpr bool kTakesCancellationToken = std::is_invocable_v<F&, CancellationToken>;
 
-/// The callable takes a std::stop_token (and no CancellationToken: a callable
-/// that takes either is given the CancellationToken; and one taking a
-/// CancellationToken would also accept a std::stop_token, by conversion).
+/// The callable is called with a std::stop_token, asked without completing
+/// the type (see StandardLibrary.h: a callable that takes one was written
+/// where std::stop_token is complete).
 template <class F>
-inline constexpr bool kTakesStopToken = !kTakesCancellationToken<F> && std::is_invocable_v<F&, std::stop_token>;
+concept CallableWithStopToken = requires(F& f, std::stop_token&& stop) {
+  f(static_cast<std::stop_token&&>(stop));
+};
+
+/// The callable takes a std::stop_token and no CancellationToken (a callable
+/// that takes either is given the CancellationToken, and one taking a
+/// CancellationToken would also accept a std::stop_token, by conversion). A
+/// concept, so that the second test is made only when the first holds.
+template <class F>
+concept TakesStopTokenOnly = !kTakesCancellationToken<F> && CallableWithStopToken<F>;
+
+/// The callable takes a std::stop_token (TakesStopTokenOnly).
+template <class F>
+inline constexpr bool kTakesStopToken = TakesStopTokenOnly<F>;
 
 /// The callable takes a token of either kind: its task has a token (it is
 /// cancellable while it runs, and shutdownNow() reaches it).
@@ -32,8 +45,10 @@ using TokenArgument = std::conditional_t<kTakesCancellationToken<F>, Cancellatio
 
 /// The argument for a callable that takes a token, from its task's token:
 /// the token itself, or its stopToken(). \throws std::bad_alloc (stopToken()).
-template <class F>
-TokenArgument<F> tokenArgument(CancellationToken token) {
+/// (`Token` is a parameter so that the call of stopToken() is checked where
+/// the template is used, where std::stop_token is complete.)
+template <class F, class Token = CancellationToken>
+TokenArgument<F> tokenArgument(Token token) {
   if constexpr (kTakesCancellationToken<F>) {
     return token;
   } else {
