@@ -41,7 +41,9 @@ COEXEC_EXPORT std::size_t liveStopTokenBridges() noexcept;
 /// and gives one (stopToken(): stop is requested when it is cancelled), so
 /// every API that takes a CancellationToken takes a std::stop_token (a
 /// std::jthread's get_stop_token()) too. See docs/cancellation.md,
-/// "std::stop_token, std::jthread and Asio".
+/// "std::stop_token, std::jthread and Asio". On libstdc++ this header only
+/// declares std::stop_token (detail/StandardLibrary.h): code that makes,
+/// passes or receives one includes <stop_token> (or <thread>) itself.
 class COEXEC_EXPORT CancellationToken {
  public:
   /// A token that is never cancelled. Never blocks, never throws.

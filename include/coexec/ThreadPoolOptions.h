@@ -72,6 +72,8 @@ struct Hooks {
 /// returns at once without touching the pool, so such a thread ends on its
 /// own; the pool never runs tasks on a thread it cannot join.
 /// \note The factory runs under the pool's lock: it must not call the pool.
+/// \note On libstdc++ this header only declares std::thread
+/// (detail/StandardLibrary.h): code that writes a factory includes <thread>.
 using ThreadFactory = std::function<std::thread(std::string threadName, std::function<void()> body)>;
 
 /// Receives exceptions nobody else can: those of `execute()` tasks, of a
