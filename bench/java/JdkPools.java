@@ -22,8 +22,15 @@
 // burn() are compiled by C2 (JDK 17 compiles a method after about 10,000
 // calls or loop iterations; one W1 pass is 1,000,000 executes). A System.gc()
 // then gives each reported run a collected heap; collections during the run
-// count, as they are the JDK's cost. `idle` measures no code path: it gets
-// the C++ binaries' warm-up, one pass at a tenth of the scale.
+// count, as they are the JDK's cost. That collection must not give memory
+// back: at a full collection G1 shrinks the heap until at most
+// MaxHeapFreeRatio (70 %) of it is free, returning to the kernel what the
+// warm-up committed, and the reported run then allocates in fresh pages,
+// a page fault per 4 KiB that neither the warm-up passes nor a JVM that
+// never calls System.gc() (peer-bench) pays; so keepCommittedHeap() sets
+// MaxHeapFreeRatio to 100 before the first pass (unless BENCH_JAVA_OPTS
+// sets it). `idle` measures no code path: it gets the C++ binaries'
+// warm-up, one pass at a tenth of the scale.
 // BENCH_NO_WARMUP skips the warm-up as it does in the C++ binaries.
 //
 // Environment, as the C++ binaries: BENCH_SPIN_PER_US (burn() iterations
@@ -43,6 +50,9 @@
 // counterparts: burn(), Work, Countdown, Run) and JdkWorkloads.java (the
 // pools, the workloads and their tables).
 
+import com.sun.management.HotSpotDiagnosticMXBean;
+import com.sun.management.VMOption;
+import java.lang.management.ManagementFactory;
 import java.math.BigDecimal;
 import java.math.MathContext;
 import java.util.ArrayList;
@@ -77,6 +87,7 @@ public final class JdkPools {
       for (var w : workloads) System.out.println(String.format(Locale.ROOT, "%-9s %s", w.name(), w.description()));
       return 0;
     }
+    keepCommittedHeap();
     final boolean warmUp = System.getenv("BENCH_NO_WARMUP") == null;
     final long warmUpNanos = (long) (JdkHarness.parseDouble(System.getenv("BENCH_JAVA_WARMUP_MS"), 1000) * 1e6);
     boolean found = false;
@@ -122,6 +133,22 @@ public final class JdkPools {
       return 2;
     }
     return 0;
+  }
+
+  /**
+   * Makes a full collection keep the heap committed (MaxHeapFreeRatio=100;
+   * see the top of this file), unless the JVM's command line set that flag.
+   * A JVM without the flag or the management API measures as before, with a
+   * note on stderr.
+   */
+  static void keepCommittedHeap() {
+    try {
+      final var vm = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class);
+      if (vm.getVMOption("MaxHeapFreeRatio").getOrigin() == VMOption.Origin.DEFAULT)
+        vm.setVMOption("MaxHeapFreeRatio", "100");
+    } catch (RuntimeException | LinkageError e) {
+      System.err.println("JdkPools: the heap may shrink at System.gc() (MaxHeapFreeRatio not set: " + e + ")");
+    }
   }
 
   /** True if `name` is `which` or in the group `which` names ("W6" selects "W6.cancel"). */
