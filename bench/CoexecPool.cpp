@@ -148,6 +148,17 @@ void forkJoin(bench::Run& run) {
   if (result <= 0) throw std::runtime_error("fib returned a wrong value");
 }
 
+// W4s.whenAll, W4s.group, W4s.invokeAll: W4 written with each structured
+// form (bench::fibWhenAll, fibGroup, fibInvokeAll).
+template <coexec::Task<long> (*Fib)(ThreadPoolExecutor&, int)>
+void forkJoinForm(bench::Run& run) {
+  Pool p(bench::workers(2));
+  const int depth = run.depth(25);
+  long result = 0;
+  run.duration("fib time", [&] { result = p.pool.submit(Fib(p.pool, depth)).get(); });
+  if (result <= 0) throw std::runtime_error("fib returned a wrong value");
+}
+
 // W5: overload: bounded(1024) + callerRuns, 2 threads, tasks of ~200 ns.
 void overload(bench::Run& run) {
   bench::Countdown done;
@@ -383,6 +394,12 @@ const bench::Workload kWorkloads[] = {
     {"W3.coro", "200,000 hops of co_await resumeOn(pool) from a coroutine on the pool", coroutineHops},
     {"W3.chain", "a chain of 200,000 tasks, each execute()s the next", taskChain},
     {"W4", "fib(25), each call submit()s both children (Task) and co_awaits their Futures", forkJoin},
+    {"W4s.whenAll", "W4 written with whenAll: each call submit()s both children and co_awaits whenAll(a, b)",
+     forkJoinForm<bench::fibWhenAll>},
+    {"W4s.group", "W4 written with TaskGroup: each call spawn()s both children in a group and co_awaits join()",
+     forkJoinForm<bench::fibGroup>},
+    {"W4s.invokeAll", "W4 written with invokeAll: each call co_awaits pool.invokeAll of two callables making the Tasks",
+     forkJoinForm<bench::fibInvokeAll>},
     {"W5", "overload: core=max=2, bounded(1024), callerRuns, 1,000,000 tasks of ~200 ns", overload},
     {"W6.cancel",
      "1,000,000 schedule(f, 1h) on a pool of 2, cancel()led: each right after its schedule (each:), then all "

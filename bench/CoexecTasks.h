@@ -28,6 +28,43 @@ inline coexec::Task<long> fib(coexec::ThreadPoolExecutor& pool, int n) {
   co_return x + co_await b;
 }
 
+/// W4s.whenAll: fib with both children submitted and awaited together with
+/// whenAll of their Futures.
+inline coexec::Task<long> fibWhenAll(coexec::ThreadPoolExecutor& pool, int n) {
+  if (n < 2) co_return n;
+  coexec::Future<long> a = pool.submit(fibWhenAll(pool, n - 1));
+  coexec::Future<long> b = pool.submit(fibWhenAll(pool, n - 2));
+  const auto [x, y] = co_await coexec::whenAll(a, b);
+  co_return x + y;
+}
+
+/// W4s.group: fib with both children spawned in a TaskGroup and joined.
+inline coexec::Task<long> fibGroup(coexec::ThreadPoolExecutor& pool, int n) {
+  if (n < 2) co_return n;
+  coexec::TaskGroup group(pool);
+  coexec::Future<long> a = group.spawn(fibGroup(pool, n - 1));
+  coexec::Future<long> b = group.spawn(fibGroup(pool, n - 2));
+  co_await group.join();
+  co_return a.get() + b.get();
+}
+
+/// W4s.invokeAll: fib with both children run by invokeAll of two callables
+/// that make their Tasks.
+struct FibCall {
+  coexec::ThreadPoolExecutor* pool;
+  int n;
+  coexec::Task<long> operator()() const;
+};
+
+inline coexec::Task<long> fibInvokeAll(coexec::ThreadPoolExecutor& pool, int n) {
+  if (n < 2) co_return n;
+  std::vector<FibCall> calls{{&pool, n - 1}, {&pool, n - 2}};
+  const std::vector<long> results = co_await pool.invokeAll(calls);
+  co_return results[0] + results[1];
+}
+
+inline coexec::Task<long> FibCall::operator()() const { return fibInvokeAll(*pool, n); }
+
 /// W7: a trivial task: returns its index.
 struct Trivial {
   int index;

@@ -22,6 +22,12 @@ int main(int argc, char** argv) {
       // Performance round 2.
       {"W4", "fib time", "tbb", 0, 1.0, "W4: fib(25) time <= 1.0x TBB task_group (tbb)"},
       {"W4", "fib time", "fjp", 0, 1.5, "W4 stretch: fib(25) time <= 1.5x Java ForkJoinPool (fjp)"},
+      {"W4s.whenAll", "fib time", "coexec", 0, 1.1, "W4 with whenAll: fib(25) time <= 1.1x the submit form (coexec W4)",
+       "W4", ""},
+      {"W4s.group", "fib time", "coexec", 0, 1.1, "W4 with TaskGroup: fib(25) time <= 1.1x the submit form (coexec W4)",
+       "W4", ""},
+      {"W4s.invokeAll", "fib time", "coexec", 0, 1.1,
+       "W4 with invokeAll: fib(25) time <= 1.1x the submit form (coexec W4)", "W4", ""},
       {"W7", "rounds/s", "tbb", 1.0, inf, "W7: invokeAll of 64 rounds/s >= 1.0x TBB task_group (tbb)"},
       {"W7", "round p99", "tbb", 0, 1.0, "W7: invokeAll of 64 round p99 <= TBB task_group's (tbb)"},
       {"W2", "rounds/s", "tbb", 1.0, inf, "W2: rounds/s >= 1.0x TBB task_arena::enqueue (tbb)"},

@@ -77,6 +77,59 @@ TEST_CASE("shutdownNow wakes coroutine tasks sleeping forever with OperationCanc
   CHECK(stats.failedCount == 0);
 }
 
+TEST_CASE("shutdownNow cancels every sleeping coroutine task on every worker, after others ended out of order",
+          "[sleep][cancel][shutdown]") {
+  // The pool keeps the coroutine tasks that have a token in one list per
+  // worker; a task leaves its list when it ends, whichever worker ends it.
+  // Tasks spread over four workers get their token at their start (they
+  // take one) or from their sleep; a third of them is cancelled first, in
+  // an order unlike their start, so that entries leave from the middle of
+  // the lists. shutdownNow() must then reach every task still asleep: one
+  // it missed would sleep for an hour, and awaitTermination() would fail.
+  constexpr int kTasks = 48;
+  Counter sleeping;
+  Wake wake;
+  ThreadPoolExecutor pool(taggedPool("listed", 4, 4, WorkQueue::unbounded()));
+  StopOnExit stop(pool);
+  TimerService& service = sleepServiceOf(pool);
+  const std::size_t timersBefore = service.pendingCount();
+
+  std::vector<Future<void>> tasks;
+  for (int i = 0; i < kTasks; ++i) {
+    if (i % 2 == 0) {
+      // Takes a token: listed from its start, not from its sleep.
+      tasks.push_back(pool.submit([&sleeping, &wake](CancellationToken /*token*/) -> Task<void> {
+        return recordedSleep(1h, sleeping, wake, "listed");
+      }));
+    } else {
+      tasks.push_back(
+          pool.submit([&sleeping, &wake]() -> Task<void> { return recordedSleep(1h, sleeping, wake, "listed"); }));
+    }
+  }
+  REQUIRE(sleeping.waitFor(kTasks));
+  REQUIRE(eventually([&] { return service.pendingCount() == timersBefore + kTasks; }));
+
+  int cancelledFirst = 0;
+  for (int i = kTasks - 2; i >= 0; i -= 3) {  // every third, from the newest
+    CHECK(tasks[static_cast<std::size_t>(i)].cancel());
+    ++cancelledFirst;
+  }
+  REQUIRE(eventually([&] { return wake.cancelled.load() == cancelledFirst; }));
+  REQUIRE(eventually([&] { return service.pendingCount() == timersBefore + kTasks - cancelledFirst; }));
+
+  CHECK(pool.shutdownNow().empty());  // none queued: all are asleep, in flight
+  REQUIRE(pool.awaitTermination(kLong));
+  CHECK(wake.cancelled == kTasks);
+  CHECK(wake.normally == 0);
+  CHECK_FALSE(wake.offPool);
+  CHECK(service.pendingCount() == timersBefore);
+  for (Future<void>& task : tasks)
+    CHECK(throwsA<OperationCancelled>([&] { task.get(); }));
+  const coexec::PoolStats stats = pool.stats();
+  CHECK(stats.cancelledCount == kTasks);
+  CHECK(stats.failedCount == 0);
+}
+
 namespace {
 
 Task<int> sleepingChild(Counter& sleeping, Wake& wake) {

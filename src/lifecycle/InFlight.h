@@ -38,14 +38,19 @@
 //     now terminate; it cannot terminate (and so cannot be freed) while the
 //     count is still in the total.
 // - A task with a token is tracked from its start (or from the moment its
-//   coroutine creates the token) until its finish, under this tracker's own
-//   mutex; shutdownNow() stores STOP, then reads the list under that mutex,
-//   and a task added after that read sees STOP and cancels itself.
+//   coroutine creates the token) until its finish, in the list of its
+//   in-flight shard, under that list's own mutex; shutdownNow() stores
+//   STOP, then reads each list under its mutex, and a task added to a list
+//   after that read sees STOP and cancels itself. The lists are sharded as
+//   the counts are, so that the workers' tracking does not contend on one
+//   lock, and a finish searches its list from the newest entry (tasks tend
+//   to finish in the reverse order of their start).
 
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -107,30 +112,32 @@ class InFlight {
   /// (started minus finished, wrapping) move here.
   void workerExitedLocked(std::uint64_t net) noexcept { exited_ += net; }
 
-  /// Tracks `task`, which has a token, until untrack(). \throws
-  /// std::bad_alloc.
-  void track(TaskCore& task) {
-    std::lock_guard lock(mutex_);
-    tasks_.push_back(&task);
+  /// Tracks `task`, which has a token and is in flight in `shard`, until
+  /// untrack(). \throws std::bad_alloc.
+  void track(TaskCore& task, std::uint8_t shard) {
+    Tracked& list = tracked_[shard];
+    std::lock_guard lock(list.mutex);
+    list.tasks.push_back(&task);
   }
-  /// Stops tracking `task` (if tracked). Never throws.
-  void untrack(TaskCore& task) noexcept {
-    std::lock_guard lock(mutex_);
-    const auto it = std::find(tasks_.begin(), tasks_.end(), &task);
-    if (it != tasks_.end()) {
-      *it = tasks_.back();
-      tasks_.pop_back();
-    }
+  /// Stops tracking `task` (if tracked), which is in flight in `shard`.
+  /// Never throws.
+  void untrack(TaskCore& task, std::uint8_t shard) noexcept {
+    Tracked& list = tracked_[shard];
+    std::lock_guard lock(list.mutex);
+    const auto it = std::find(list.tasks.rbegin(), list.tasks.rend(), &task);
+    if (it != list.tasks.rend()) list.tasks.erase(std::next(it).base());  // keeps the order of the rest
   }
   /// Appends a reference to every tracked task to `into` (shutdownNow(),
   /// after it stored STOP). The tasks stay alive meanwhile: a finish
-  /// untracks its task under the same mutex before it drops it. \throws
+  /// untracks its task under its list's mutex before it drops it. \throws
   /// std::bad_alloc.
   void collect(std::vector<Ref<TaskCore>>& into) {
-    std::lock_guard lock(mutex_);
-    for (TaskCore* task : tasks_) {
-      task->addRef();
-      into.push_back(Ref<TaskCore>::adopt(task));
+    for (Tracked& list : tracked_) {
+      std::lock_guard lock(list.mutex);
+      for (TaskCore* task : list.tasks) {
+        task->addRef();
+        into.push_back(Ref<TaskCore>::adopt(task));
+      }
     }
   }
 
@@ -141,8 +148,11 @@ class InFlight {
   };
   Shard shards_[kShards];
   std::uint64_t exited_ = 0;  // exited workers' started minus finished (wrapping); the pool's mutex
-  alignas(64) std::mutex mutex_;
-  std::vector<TaskCore*> tasks_;  // those with a token; guarded by mutex_
+  struct alignas(64) Tracked {
+    std::mutex mutex;
+    std::vector<TaskCore*> tasks;  // those with a token in flight in this shard; guarded by mutex
+  };
+  Tracked tracked_[kShards];
 };
 
 }  // namespace coexec::detail

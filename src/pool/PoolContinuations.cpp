@@ -132,7 +132,9 @@ void PoolImpl::leaveFlight(std::uint8_t shard) noexcept {
 }
 
 void PoolImpl::coroutineTokenCreated(TaskCore& task) {
-  life_.inFlight.track(task);  // untracked by coroutineEnded(): the task has a token now
+  // Only a task runStarted() started has the pool as its observer: it is in
+  // flight, in its shard.
+  life_.inFlight.track(task, poolState(task).shard());  // untracked by coroutineEnded(): the task has a token now
   // As in runTask(): shutdownNow() stores STOP and then collects the tracked
   // tasks (InFlight.h). If it collected them before we added the task, its
   // store happened before our lock and we see STOP here; otherwise it

@@ -123,7 +123,8 @@ void PoolImpl::runStarted(Worker& worker, Ref<TaskCore>& task) {
       // In flight from now on, in this worker's own count (see PoolImpl.h).
       poolState(*task).enterFlight(static_cast<std::uint8_t>(worker.number % InFlight::kShards));
       addOwn<std::uint64_t>(counters.coroutinesStarted, 1, std::memory_order_relaxed);
-      if (tracked) life_.inFlight.track(*task);  // shutdownNow() cancels the tokens of coroutines in flight
+      // shutdownNow() cancels the tokens of coroutines in flight.
+      if (tracked) life_.inFlight.track(*task, poolState(*task).shard());
       // Hands over our reference. Counted, settled and let go by
       // coroutineEnded(), maybe before this returns.
       task.detach()->startCoroutine(this);
@@ -243,7 +244,7 @@ void PoolImpl::coroutineEnded(TaskCore& task, std::exception_ptr error) noexcept
   // without hooks reads none of it.
   if (hooks_.afterExecute || result.outcome == Outcome::failed) coroutineEndedSlow(task, result);
   if (task.runTiming.clock != nullptr) recordCoroutineRun(task);  // timed by runTimed(): recordLatency
-  if (task.hasToken()) life_.inFlight.untrack(task);
+  if (task.hasToken()) life_.inFlight.untrack(task, poolState(task).shard());
   if (Worker* const worker = tlsWorker; worker != nullptr && tlsPool == this) {
     // On one of our workers: its own count, a plain store (InFlight.h). The
     // pool cannot terminate under a live worker; after shutdown, see whether
