@@ -148,6 +148,16 @@ void forkJoin(bench::Run& run) {
   if (result <= 0) throw std::runtime_error("fib returned a wrong value");
 }
 
+// W4d: W4 on a pool with the default queue, bounded(1024), whose places
+// the workers' own pushes and pops take and give back.
+void forkJoinDefaultQueue(bench::Run& run) {
+  Pool p(bench::workers(2), WorkQueue::bounded(1024));
+  const int depth = run.depth(25);
+  long result = 0;
+  run.duration("fib time", [&] { result = p.pool.submit(fib(p.pool, depth)).get(); });
+  if (result <= 0) throw std::runtime_error("fib returned a wrong value");
+}
+
 // W4s.whenAll, W4s.group, W4s.invokeAll: W4 written with each structured
 // form (bench::fibWhenAll, fibGroup, fibInvokeAll).
 template <coexec::Task<long> (*Fib)(ThreadPoolExecutor&, int)>
@@ -394,6 +404,7 @@ const bench::Workload kWorkloads[] = {
     {"W3.coro", "200,000 hops of co_await resumeOn(pool) from a coroutine on the pool", coroutineHops},
     {"W3.chain", "a chain of 200,000 tasks, each execute()s the next", taskChain},
     {"W4", "fib(25), each call submit()s both children (Task) and co_awaits their Futures", forkJoin},
+    {"W4d", "W4 on a pool with the default queue, bounded(1024) (W4's pool is unbounded())", forkJoinDefaultQueue},
     {"W4s.whenAll", "W4 written with whenAll: each call submit()s both children and co_awaits whenAll(a, b)",
      forkJoinForm<bench::fibWhenAll>},
     {"W4s.group", "W4 written with TaskGroup: each call spawn()s both children in a group and co_awaits join()",

@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
       // Performance round 2.
       {"W4", "fib time", "tbb", 0, 1.0, "W4: fib(25) time <= 1.0x TBB task_group (tbb)"},
       {"W4", "fib time", "fjp", 0, 1.5, "W4 stretch: fib(25) time <= 1.5x Java ForkJoinPool (fjp)"},
+      {"W4d", "fib time", "coexec", 0, 1.1,
+       "W4 with the default queue, bounded(1024): fib(25) time <= 1.1x W4's, unbounded() (coexec W4)", "W4", ""},
       {"W4s.whenAll", "fib time", "coexec", 0, 1.1, "W4 with whenAll: fib(25) time <= 1.1x the submit form (coexec W4)",
        "W4", ""},
       {"W4s.group", "fib time", "coexec", 0, 1.1, "W4 with TaskGroup: fib(25) time <= 1.1x the submit form (coexec W4)",

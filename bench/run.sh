@@ -32,7 +32,7 @@
 # binary reads it; `BENCH_WORKERS_N=8 bench_coexec W4` by hand).
 #
 # Environment: BENCH_RUNS (default 5), BENCH_SCALE (default 1: the issue's
-# sizes), BENCH_WORKLOADS (default "W1.1 W1.2 W2 W3.coro W3.chain W4
+# sizes), BENCH_WORKLOADS (default "W1.1 W1.2 W2 W3.coro W3.chain W4 W4d
 # W4s.whenAll W4s.group W4s.invokeAll W5 W6.cancel W6.fire W7 W8 W9 W10 W11";
 # a group name such as W6 runs W6.cancel and W6.fire in one process),
 # BENCH_CALLGRIND=0 to skip callgrind, BENCH_TIMEOUT (seconds
@@ -47,7 +47,7 @@ build=${1:-build/release}
 bin=$build/bench
 runs=${BENCH_RUNS:-5}
 scale=${BENCH_SCALE:-1}
-read -r -a workloads <<<"${BENCH_WORKLOADS:-W1.1 W1.2 W2 W3.coro W3.chain W4 W4s.whenAll W4s.group W4s.invokeAll W5 W6.cancel W6.fire W7 W8 W9 W10 W11}"
+read -r -a workloads <<<"${BENCH_WORKLOADS:-W1.1 W1.2 W2 W3.coro W3.chain W4 W4d W4s.whenAll W4s.group W4s.invokeAll W5 W6.cancel W6.fire W7 W8 W9 W10 W11}"
 limit=${BENCH_TIMEOUT:-120}
 mode=${BENCH_MODE:-all}
 cppImpls=(coexec asio tbb)

@@ -21,6 +21,8 @@
 
 #include "AdmissionTestSupport.h"
 #include "TestSupport.h"
+#include "coexec/Future.h"
+#include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 
 using namespace std::chrono_literals;
@@ -119,6 +121,44 @@ TEST_CASE("with its only thread busy, a pool holds exactly capacity() waiting ta
   REQUIRE(done.waitFor(queue.capacity()));
   REQUIRE(eventually([&] { return pool.stats().completedTaskCount == queue.capacity() + 1; }));
   CHECK(done.count() == queue.capacity());
+}
+
+/// fib(n), every call submitting both children to `pool` and awaiting them:
+/// the workers push to and pop from their own queues.
+Task<long> forkJoinFib(ThreadPoolExecutor& pool, int n) {
+  if (n < 2) co_return n;
+  Future<long> a = pool.submit(forkJoinFib(pool, n - 1));
+  Future<long> b = pool.submit(forkJoinFib(pool, n - 2));
+  const long x = co_await a;
+  co_return x + co_await b;
+}
+
+TEST_CASE("after a fork/join run on its workers, a pool with bounded(1024) still holds exactly 1024 waiting tasks",
+          "[queue][routing]") {
+  // The workers' own pushes and pops leave places with them as credit
+  // (src/admission/Room.h); a producer that finds the count full takes them
+  // back, so the queue still refuses only at its capacity.
+  constexpr std::size_t kCapacity = 1024;
+  Gate gate;
+  Counter started;
+  Counter done;
+  ThreadPoolExecutor pool(2, 2, 1s, WorkQueue::bounded(kCapacity));
+  OpenOnExit release(gate);
+  for (int round = 0; round < 4; ++round)
+    REQUIRE(pool.submit(forkJoinFib(pool, 16)).get() == 987);
+  pool.execute(blockingTask(gate, started));
+  pool.execute(blockingTask(gate, started));
+  REQUIRE(started.waitFor(2));
+  for (std::size_t i = 0; i < kCapacity; ++i)
+    REQUIRE_NOTHROW(pool.execute([&] { done.arrive(); }));
+  CHECK(pool.stats().queueSize == kCapacity);
+  CHECK_THROWS_AS(pool.execute([&] { done.arrive(); }), RejectedExecution);
+  gate.open();
+  REQUIRE(done.waitFor(kCapacity));
+  pool.close();
+  const PoolStats stats = pool.stats();
+  CHECK(stats.rejectedCount == 1);
+  checkLedgerAddsUp(stats);
 }
 
 /// Runs, on a pool of one thread with `queue`, a blocking task and then

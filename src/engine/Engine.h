@@ -81,6 +81,9 @@ struct IdleTime {
 ///       while queued), its hooks and counting; without the mutex.
 ///   void leftQueue(bool locked)
 ///       a task left a queue (`locked`: the mutex is held).
+///   void leftLocalQueue(PoolWorker&)
+///       a task left that worker's own local queue, on its thread (no lock
+///       held).
 ///   void tookWork()
 ///       a worker took an item and holds no lock.
 ///   WorkerExit exitRuleLocked(std::size_t sharedQueued)
@@ -113,7 +116,7 @@ struct IdleTime {
 ///       hooks and counting, shutdownNow()'s record of it.
 ///
 /// The calls are resolved at compile time: the task-by-task ones
-/// (runTask(), leftQueue(), tookWork()) cost what a direct call costs.
+/// (runTask(), leftQueue(), leftLocalQueue(), tookWork()) cost what a direct call costs.
 template <class Host>
 class Engine {
  public:

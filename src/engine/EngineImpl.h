@@ -78,7 +78,7 @@ template <class Host>
 typename Engine<Host>::Work Engine<Host>::popLocal(PoolWorker& worker) {
   TaskCore* raw = nullptr;
   if (!worker.local.pop(raw)) return {};
-  host_.leftQueue(/*locked=*/false);
+  host_.leftLocalQueue(worker);
   return Work{Ref<TaskCore>::adopt(raw), {}, false};
 }
 
@@ -196,7 +196,7 @@ void Engine<Host>::join(PoolWorker& worker, TaskCore& task) noexcept {
   // itself, if it is next, comes out (no entry left behind).
   for (TaskCore* raw = nullptr; worker.local.pop(raw);) {
     if (raw == &task) {
-      host_.leftQueue(/*locked=*/false);
+      host_.leftLocalQueue(worker);
       ref = Ref<TaskCore>::adopt(raw);
       if (!task.tryStart()) {  // cancelled while queued: settled, counted as the loop counts it
         host_.cancelledInQueue(worker);
@@ -205,7 +205,7 @@ void Engine<Host>::join(PoolWorker& worker, TaskCore& task) noexcept {
       break;
     }
     if (raw->startedByJoin()) {
-      host_.leftQueue(/*locked=*/false);
+      host_.leftLocalQueue(worker);
       Ref<TaskCore>::adopt(raw);  // dropped: outside every lock
       continue;
     }

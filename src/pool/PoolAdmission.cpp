@@ -158,9 +158,10 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
   // the task must not wait behind its submitter.
   if (sizes_.belowCore(engine_.sizeMirror.load(std::memory_order_relaxed))) return false;
   // The capacity of bounded(n) covers the local queues too.
-  if (!room_.reserve()) return false;
+  const std::size_t slot = worker->number % Room::kCreditSlots;
+  if (!room_.reserve(slot)) return false;
   if (stateMirror_.load(std::memory_order_seq_cst) != PoolState::running) {
-    room_.release();
+    room_.release(1, slot);
     return false;
   }
   Ref<TaskCore>& core = PendingTaskAccess::core(task);
@@ -176,7 +177,7 @@ bool PoolImpl::tryPushLocal(PendingTask& task) {
     engine_.pushLocal(*worker, core);  // publishes the task, then wakes as Parking.h asks
   } catch (...) {
     addOwn<std::uint64_t>(worker->counters.tasks, -1, std::memory_order_relaxed);
-    room_.release();
+    room_.release(1, slot);
     throw;
   }
   return true;
@@ -186,6 +187,18 @@ void PoolImpl::leftQueue(bool locked) noexcept {
   // The place back, then the waiters read: either a waiting producer sees
   // the place, or we see it (Room.h).
   room_.release();
+  servePlaceLeft(locked);
+}
+
+void PoolImpl::leftLocalQueue(PoolWorker& worker) noexcept {
+  // The task left this worker's own queue: a fork/join run pushes and pops
+  // there, so the place may stay as the worker's credit (Room.h). Then the
+  // waiters read, as in leftQueue().
+  room_.release(1, worker.number % Room::kCreditSlots);
+  servePlaceLeft(/*locked=*/false);
+}
+
+void PoolImpl::servePlaceLeft(bool locked) noexcept {
   const bool blocked = room_.anyBlocked();
   const bool waiting = room_.anyWaiting();
   if (!blocked && !waiting) return;

@@ -263,6 +263,12 @@ class PoolImpl final : public Scheduler, public CoroutineObserver, public Joiner
   /// A task left a queue without the pool's lock (`locked`: with it): gives
   /// its place back and wakes the block() producers waiting for room.
   void leftQueue(bool locked) noexcept;
+  /// A task left `worker`'s own local queue, on its thread: as leftQueue(),
+  /// but the place may stay as the worker's credit (Room.h).
+  void leftLocalQueue(PoolWorker& worker) noexcept;
+  /// After a place was given back: wakes the block() producers and serves
+  /// submitWhenRoom()'s (`locked`: the pool's mutex is held).
+  void servePlaceLeft(bool locked) noexcept;
   // submitWhenRoom()'s FIFO (RoomWait.cpp). *Locked: mutex_ held. Serving
   // admits from the head while there is room; the waits it ends, and those
   // a shutdown ends (refused, counted), are chained for finishRoomWaits(),
