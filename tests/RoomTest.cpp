@@ -8,6 +8,7 @@
 // taken, and the count never lets more than n places be held at once.
 
 #include <atomic>
+#include <barrier>
 #include <cstddef>
 #include <cstdint>
 #include <thread>
@@ -107,12 +108,12 @@ TEST_CASE("Room: a worker takes places in batches and keeps its own pops' places
   }
 }
 
-TEST_CASE("Room: workers and an outside producer racing reserve and release never hold more than the capacity",
+TEST_CASE("Room: workers and outside producers racing reserve and release never hold more than the capacity",
           "[room][admission][litmus]") {
-  // Two workers (slots 0 and 1) and one outside producer, 1,000,000 steps
+  // Two workers (slots 0 and 1) and two outside producers, 1,000,000 steps
   // each: every step reserves or releases, and each thread holds between 0
   // and 600 places, so that the count crosses half the capacity and reaches
-  // it. `held` counts the places the threads hold: after each successful
+  // it, and the producers take credit back at once. `held` counts the places the threads hold: after each successful
   // reserve it must not pass the capacity. At the end every place is given
   // back: only credit is left in the count, and the outside producer then
   // gets every place, exactly.
@@ -154,10 +155,12 @@ TEST_CASE("Room: workers and an outside producer racing reserve and release neve
   };
   std::thread worker0(run, 0, 1u);
   std::thread worker1(run, 1, 2u);
-  std::thread outside(run, kNoSlot, 3u);
+  std::thread outside0(run, kNoSlot, 3u);
+  std::thread outside1(run, kNoSlot, 4u);
   worker0.join();
   worker1.join();
-  outside.join();
+  outside0.join();
+  outside1.join();
   CAPTURE(reserved.load(), refused.load());
   CHECK(overCapacity.load() == 0);
   CHECK(held.load() == 0);
@@ -172,4 +175,47 @@ TEST_CASE("Room: workers and an outside producer racing reserve and release neve
   CHECK(room.taken() == room.credit());  // nothing holds a place but credit
   CHECK(fillFromOutside(room) == kCapacity);
   CHECK(room.credit() == 0);
+}
+
+TEST_CASE("Room: two producers that find the count full while credit is free both get a place",
+          "[room][admission][litmus]") {
+  // The count is full, but 128 of its places are credit (8 in each slot),
+  // free. Two producers reserve at the same moment: each finds the count
+  // full and takes credit back, and both must succeed. A producer that read
+  // the count before the other's take-back gave the places back must not
+  // refuse. 10,000 rounds, each started and ended by a barrier.
+  constexpr std::size_t kCapacity = Room::kCreditMinCapacity;
+  constexpr int kRounds = 10'000;
+  constexpr std::size_t kCredit = Room::kCreditSlots * Room::kCreditBatch;
+  Room room(true, kCapacity);
+  std::barrier sync(3);
+  std::atomic<int> refused{0};
+  auto producer = [&] {
+    for (int round = 0; round < kRounds; ++round) {
+      sync.arrive_and_wait();  // the count is full, the credit free
+      if (!room.reserve()) refused.fetch_add(1);
+      sync.arrive_and_wait();
+    }
+  };
+  std::thread a(producer);
+  std::thread b(producer);
+  int badSetups = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    for (std::size_t slot = 0; slot < Room::kCreditSlots; ++slot) {
+      (void)room.reserve(slot);  // a batch: one place used, kCreditBatch - 1 held
+      room.release(1, slot);     // the used one kept too
+    }
+    if (room.credit() != kCredit || room.taken() != kCredit) ++badSetups;
+    for (std::size_t i = kCredit; i < kCapacity; ++i)
+      (void)room.reserve();  // fills the count: no take-back needed yet
+    if (room.taken() != kCapacity) ++badSetups;
+    sync.arrive_and_wait();
+    sync.arrive_and_wait();
+    room.release(room.taken() - room.credit(), Room::kNoSlot);  // every place held by the round
+    if (room.taken() != 0 || room.credit() != 0) ++badSetups;   // the producers took every credit back
+  }
+  a.join();
+  b.join();
+  CHECK(badSetups == 0);
+  CHECK(refused.load() == 0);
 }

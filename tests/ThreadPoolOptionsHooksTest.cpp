@@ -477,7 +477,7 @@ TEST_CASE("awaitTermination returns true only after the terminated hook has retu
     hookReturned = true;
   };
   ThreadPoolExecutor pool(std::move(options));
-  REQUIRE(pool.prestartCoreThread());  // the last thread to exit runs the hook
+  REQUIRE(pool.prestartCoreThread());
   std::atomic<bool> waiterTerminated{false};
   std::atomic<bool> waiterSawHookReturned{false};
   // Waits from before the shutdown; joined after the guard below opens the gate.
@@ -486,13 +486,18 @@ TEST_CASE("awaitTermination returns true only after the terminated hook has retu
     waiterSawHookReturned = hookReturned.load();
   });
   OpenOnExit release(hookMayReturn);
-  pool.shutdown();
+  // The hook runs on whichever thread finds the pool able to terminate: the
+  // worker as it exits, or shutdown()'s caller if the worker has exited
+  // already (as Java's terminated()). shutdown() is called from a thread of
+  // its own, so that this thread can open the gate either way.
+  std::jthread shutter([&pool] { pool.shutdown(); });
   REQUIRE(hookEntered.waitFor(1));
   // The hook is running and cannot return yet.
   CHECK_FALSE(pool.awaitTermination(0ns));
   CHECK_FALSE(pool.isTerminated());
   hookMayReturn.open();
   waiter.join();
+  shutter.join();
   CHECK(waiterTerminated.load());
   CHECK(waiterSawHookReturned.load());
   CHECK(pool.awaitTermination(0ns));

@@ -24,10 +24,12 @@
 //   line. So the count is the places held by queued tasks plus the credit:
 //   never less than what is queued, and the bound holds as before. A
 //   reserve that finds the count full takes every slot's credit back
-//   (reclaimCredit()) and tries again before it refuses, so a queue refuses
-//   only when the places are taken by queued tasks (but for credit a worker
-//   gained in the moment between the take-back and the refusal, which needs
-//   the count to fall to half and fill up again meanwhile). Credit is gained
+//   (reclaimCredit(), one take-back at a time: a reserve that finds another
+//   at work waits for it to end, and one that finds none to take reads the
+//   count once more) before it refuses, so a queue refuses only when the places are taken by queued
+//   tasks (but for credit a worker gained in the moment between the
+//   take-back and the refusal, which needs the count to fall to half and
+//   fill up again meanwhile). Credit is gained
 //   only while the count is at most half the capacity, so a full count holds
 //   queued tasks, whose leaving (on the plain path, the count being over
 //   half) serves the waiting producers.
@@ -48,6 +50,7 @@
 #include <cstdint>
 
 #include "coexec/SubmitWhenRoom.h"
+#include "foundation/SpinWait.h"
 
 namespace coexec::detail {
 
@@ -87,7 +90,11 @@ class Room {
           return true;
         }
       }
-      if (!credits_ || !reclaimCredit()) return false;
+      if (!credits_) return false;
+      if (reclaimCredit()) continue;
+      // Nothing to take back. A take-back that ended after this reserve
+      // read the count has given its places back: read it once more.
+      if (queued_.load(std::memory_order_seq_cst) >= capacity_) return false;
     }
   }
   /// Gives back `n` places (tasks that left a queue). seq_cst: see the
@@ -187,19 +194,35 @@ class Room {
     credit_[slot].places.fetch_add(n, std::memory_order_seq_cst);
     if (!anyCredit_.load(std::memory_order_seq_cst)) anyCredit_.store(true, std::memory_order_seq_cst);
   }
-  /// Takes every slot's credit back into the count; true if there was any.
+  /// Takes every slot's credit back into the count. True if the count may
+  /// have room now (there was credit, or another take-back was at work and
+  /// has given its places back); false if there was none to take.
   bool reclaimCredit() noexcept {
     // A reserve that finds the count full reads one flag, not every slot,
     // while no worker has gained credit.
-    if (!anyCredit_.load(std::memory_order_seq_cst)) return false;
+    if (!anyCredit_.load(std::memory_order_seq_cst)) {
+      // Unless a take-back that cleared the flag holds places between the
+      // slots and the count: refusing now could refuse one of them.
+      if (!reclaiming_.load(std::memory_order_seq_cst)) return false;
+      waitForReclaim();
+      return true;
+    }
+    if (reclaiming_.exchange(true, std::memory_order_seq_cst)) {
+      waitForReclaim();
+      return true;
+    }
     anyCredit_.store(false, std::memory_order_seq_cst);
     std::size_t total = 0;
     for (Credit& c : credit_) {
       if (c.places.load(std::memory_order_seq_cst) != 0) total += c.places.exchange(0, std::memory_order_relaxed);
     }
-    if (total == 0) return false;
-    queued_.fetch_sub(total, std::memory_order_seq_cst);
+    if (total != 0) queued_.fetch_sub(total, std::memory_order_seq_cst);
+    reclaiming_.store(false, std::memory_order_seq_cst);
     return true;
+  }
+  void waitForReclaim() const noexcept {
+    while (reclaiming_.load(std::memory_order_seq_cst))
+      cpuRelax();
   }
 
   const bool bounded_;
@@ -208,6 +231,8 @@ class Room {
   // Set when a slot gains credit, cleared by a take-back before it reads
   // the slots.
   std::atomic<bool> anyCredit_{false};
+  // A take-back is at work (one at a time).
+  std::atomic<bool> reclaiming_{false};
   // Written by every admission and dequeue of a bounded(n) queue: on its
   // own line, with the mirrors a dequeue reads right after writing it.
   alignas(64) std::atomic<std::size_t> queued_{0};
