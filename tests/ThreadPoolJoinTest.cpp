@@ -21,6 +21,7 @@
 
 #include "Assertions.h"
 
+#include "ForkJoinTestSupport.h"
 #include "TestSupport.h"
 #include "coexec/Errors.h"
 #include "coexec/Future.h"
@@ -43,20 +44,12 @@ using coexec::WorkQueue;
 using coexec::test::checkLedgerAddsUp;
 using coexec::test::Counter;
 using coexec::test::eventually;
+using coexec::test::forkJoinFib;
 using coexec::test::Gate;
 using coexec::test::kLong;
 using coexec::test::OpenOnExit;
 
 namespace {
-
-/// Fork/join fib: both children submitted, then awaited in order.
-Task<long> fib(ThreadPoolExecutor& pool, int n) {
-  if (n < 2) co_return n;
-  Future<long> a = pool.submit(fib(pool, n - 1));
-  Future<long> b = pool.submit(fib(pool, n - 2));
-  const long x = co_await a;
-  co_return x + co_await b;
-}
 
 long fibOf(int n) { return n < 2 ? n : fibOf(n - 1) + fibOf(n - 2); }
 
@@ -116,7 +109,7 @@ TEST_CASE("tasks joined where they are awaited count once as completed and give 
   const std::size_t threads = GENERATE(1, 2);
   CAPTURE(threads);
   ThreadPoolExecutor pool(threads, threads, 60s, WorkQueue::bounded(256));
-  Future<long> result = pool.submit(fib(pool, kN));
+  Future<long> result = pool.submit(forkJoinFib(pool, kN));
   CHECK(result.get() == fibOf(kN));
   const PoolStats s = finalStats(pool);
   CHECK(s.taskCount == fibCalls(kN));
@@ -141,7 +134,7 @@ TEST_CASE("beforeExecute and afterExecute run once for each task, joined or not"
   options.hooks.beforeExecute = [&](const coexec::TaskInfo&) { before.fetch_add(1); };
   options.hooks.afterExecute = [&](const coexec::TaskInfo&, const std::exception_ptr&) { after.fetch_add(1); };
   ThreadPoolExecutor pool(std::move(options));
-  CHECK(pool.submit(fib(pool, kN)).get() == fibOf(kN));
+  CHECK(pool.submit(forkJoinFib(pool, kN)).get() == fibOf(kN));
   const PoolStats s = finalStats(pool);
   CHECK(s.completedTaskCount == fibCalls(kN));
   CHECK(before.load() == fibCalls(kN));

@@ -20,9 +20,8 @@
 #include "Assertions.h"
 
 #include "AdmissionTestSupport.h"
+#include "ForkJoinTestSupport.h"
 #include "TestSupport.h"
-#include "coexec/Future.h"
-#include "coexec/Task.h"
 #include "coexec/ThreadPoolExecutor.h"
 
 using namespace std::chrono_literals;
@@ -121,16 +120,6 @@ TEST_CASE("with its only thread busy, a pool holds exactly capacity() waiting ta
   REQUIRE(done.waitFor(queue.capacity()));
   REQUIRE(eventually([&] { return pool.stats().completedTaskCount == queue.capacity() + 1; }));
   CHECK(done.count() == queue.capacity());
-}
-
-/// fib(n), every call submitting both children to `pool` and awaiting them:
-/// the workers push to and pop from their own queues.
-Task<long> forkJoinFib(ThreadPoolExecutor& pool, int n) {
-  if (n < 2) co_return n;
-  Future<long> a = pool.submit(forkJoinFib(pool, n - 1));
-  Future<long> b = pool.submit(forkJoinFib(pool, n - 2));
-  const long x = co_await a;
-  co_return x + co_await b;
 }
 
 TEST_CASE("after a fork/join run on its workers, a pool with bounded(1024) still holds exactly 1024 waiting tasks",

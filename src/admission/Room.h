@@ -16,23 +16,24 @@
 // - Credit (bounded(n) with n >= kCreditMinCapacity only): a worker's own
 //   pushes and pops of a fork/join run would otherwise write the one count
 //   from every core. A worker takes places in batches (kCreditBatch) while
-//   the count is at most half the capacity, and keeps the places of the
-//   tasks it takes out of its own local queue (up to kCreditKeep) while it
-//   is (a task taken from the shared queue or stolen gives its place back
-//   to the count: a worker that only consumes gains no credit); each
-//   credit slot is a count of places reserved and not yet used, on its own
-//   line. So the count is the places held by queued tasks plus the credit:
-//   never less than what is queued, and the bound holds as before. A
-//   reserve that finds the count full takes every slot's credit back
-//   (reclaimCredit(), one take-back at a time: a reserve that finds another
-//   at work waits for it to end, and one that finds none to take reads the
-//   count once more) before it refuses, so a queue refuses only when the places are taken by queued
-//   tasks (but for credit a worker gained in the moment between the
-//   take-back and the refusal, which needs the count to fall to half and
-//   fill up again meanwhile). Credit is gained
-//   only while the count is at most half the capacity, so a full count holds
-//   queued tasks, whose leaving (on the plain path, the count being over
-//   half) serves the waiting producers.
+//   the count is at most half the capacity, and keeps the place of a task
+//   it takes out of its own local queue (up to kCreditKeep in its slot)
+//   while the count is at most half; a task taken from the shared queue or
+//   stolen gives its place back to the count, so a worker that only
+//   consumes gains no credit. Each credit slot counts places reserved and
+//   not used yet, on its own line. So the count is the places held by
+//   queued tasks plus the credit: never less than what is queued, and the
+//   bound holds as before.
+// - A reserve that finds the count full takes every slot's credit back
+//   (reclaimCredit()) before it refuses. One take-back at a time: a reserve
+//   that finds another at work waits for it to end, and one that finds no
+//   credit to take reads the count once more. So a queue refuses only when
+//   its places are taken by queued tasks, but for credit a worker gains
+//   between the take-back and the refusal, which needs the count to fall to
+//   half and fill up again meanwhile.
+// - Credit is gained only while the count is at most half the capacity, so
+//   a full count holds queued tasks, whose leaving (on the plain path, the
+//   count being over half) serves the waiting producers.
 // - No lost wake-up of a waiting producer: a producer announces itself
 //   (blockLocked(), appendLocked(): a seq_cst store of the waiters' mirror)
 //   and then reads the places (reserve(), seq_cst); a task that leaves a
@@ -98,9 +99,9 @@ class Room {
     }
   }
   /// Gives back `n` places (tasks that left a queue). seq_cst: see the
-  /// invariants. A worker (`slot`: a task that left its own local queue)
-  /// keeps one place as credit while the count is at most half the
-  /// capacity.
+  /// invariants. `slot`: the worker whose own local queue the task left
+  /// (kNoSlot otherwise), which keeps one place as its credit while the
+  /// count is at most half the capacity.
   void release(std::size_t n = 1, std::size_t slot = kNoSlot) noexcept {
     if (!bounded_) return;
     if (n == 1 && credits_ && slot != kNoSlot && keepCredit(slot)) return;
