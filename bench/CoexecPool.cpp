@@ -17,7 +17,6 @@
 namespace {
 
 using namespace std::chrono_literals;
-using bench::fib;
 using bench::hops;
 using coexec::Future;
 using coexec::RejectionPolicy;
@@ -139,33 +138,17 @@ void taskChain(bench::Run& run) {
   });
 }
 
-// W4: fork/join fib (bench::fib).
-void forkJoin(bench::Run& run) {
-  Pool p(bench::workers(2));
-  const int depth = run.depth(25);
-  long result = 0;
-  run.duration("fib time", [&] { result = p.pool.submit(fib(p.pool, depth)).get(); });
-  if (result <= 0) throw std::runtime_error("fib returned a wrong value");
-}
+// W4 and its variants: fib(25) written as `fibForm` (W4: bench::fib; W4s.*:
+// bench::fibWhenAll, fibGroup, fibInvokeAll) on a pool of 2 with `queue`
+// (W4d: the default queue, bounded(1024), whose places the workers' own
+// pushes and pops take and give back).
+using Fib = coexec::Task<long> (*)(ThreadPoolExecutor&, int);
 
-// W4d: W4 on a pool with the default queue, bounded(1024), whose places
-// the workers' own pushes and pops take and give back.
-void forkJoinDefaultQueue(bench::Run& run) {
-  Pool p(bench::workers(2), WorkQueue::bounded(1024));
+void forkJoin(bench::Run& run, Fib fibForm, WorkQueue queue = WorkQueue::unbounded()) {
+  Pool p(bench::workers(2), queue);
   const int depth = run.depth(25);
   long result = 0;
-  run.duration("fib time", [&] { result = p.pool.submit(fib(p.pool, depth)).get(); });
-  if (result <= 0) throw std::runtime_error("fib returned a wrong value");
-}
-
-// W4s.whenAll, W4s.group, W4s.invokeAll: W4 written with each structured
-// form (bench::fibWhenAll, fibGroup, fibInvokeAll).
-template <coexec::Task<long> (*Fib)(ThreadPoolExecutor&, int)>
-void forkJoinForm(bench::Run& run) {
-  Pool p(bench::workers(2));
-  const int depth = run.depth(25);
-  long result = 0;
-  run.duration("fib time", [&] { result = p.pool.submit(Fib(p.pool, depth)).get(); });
+  run.duration("fib time", [&] { result = p.pool.submit(fibForm(p.pool, depth)).get(); });
   if (result <= 0) throw std::runtime_error("fib returned a wrong value");
 }
 
@@ -403,14 +386,16 @@ const bench::Workload kWorkloads[] = {
     {"W2", "fan-out/fan-in: 1,000 rounds of 64 submit()s of ~1 us, co_awaited in syncWait", fanOutFanIn},
     {"W3.coro", "200,000 hops of co_await resumeOn(pool) from a coroutine on the pool", coroutineHops},
     {"W3.chain", "a chain of 200,000 tasks, each execute()s the next", taskChain},
-    {"W4", "fib(25), each call submit()s both children (Task) and co_awaits their Futures", forkJoin},
-    {"W4d", "W4 on a pool with the default queue, bounded(1024) (W4's pool is unbounded())", forkJoinDefaultQueue},
+    {"W4", "fib(25), each call submit()s both children (Task) and co_awaits their Futures",
+     [](bench::Run& r) { forkJoin(r, bench::fib); }},
+    {"W4d", "W4 on a pool with the default queue, bounded(1024) (W4's pool is unbounded())",
+     [](bench::Run& r) { forkJoin(r, bench::fib, WorkQueue::bounded(1024)); }},
     {"W4s.whenAll", "W4 written with whenAll: each call submit()s both children and co_awaits whenAll(a, b)",
-     forkJoinForm<bench::fibWhenAll>},
+     [](bench::Run& r) { forkJoin(r, bench::fibWhenAll); }},
     {"W4s.group", "W4 written with TaskGroup: each call spawn()s both children in a group and co_awaits join()",
-     forkJoinForm<bench::fibGroup>},
+     [](bench::Run& r) { forkJoin(r, bench::fibGroup); }},
     {"W4s.invokeAll", "W4 written with invokeAll: each call co_awaits pool.invokeAll of two callables making the Tasks",
-     forkJoinForm<bench::fibInvokeAll>},
+     [](bench::Run& r) { forkJoin(r, bench::fibInvokeAll); }},
     {"W5", "overload: core=max=2, bounded(1024), callerRuns, 1,000,000 tasks of ~200 ns", overload},
     {"W6.cancel",
      "1,000,000 schedule(f, 1h) on a pool of 2, cancel()led: each right after its schedule (each:), then all "
